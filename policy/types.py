@@ -1,0 +1,111 @@
+"""The records the policy layer works with: plans, profiles, keys, review items.
+
+Plain pydantic models with their validation rules, shared by the store, the decision
+logic, the admin API and the config seeding. No Ray, no FastAPI, no Redis here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Scope = Literal["images", "text", "both"]
+Mode = Literal["monitor", "review", "enforce"]
+Action = Literal["allow", "review", "block"]
+ReviewStatus = Literal["pending", "approved", "rejected"]
+ReviewReason = Literal["model_flagged", "report_threshold"]
+ContentKind = Literal["image", "text"]
+
+IMAGE_CATEGORIES = ("nsfw", "weapon", "violence")
+BETA_IMAGE_CATEGORIES = ("weapon", "violence")
+TEXT_CATEGORIES = ("toxic",)
+
+MIB = 1024 * 1024
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Plan(_Strict):
+    """What a key may do: content scope, monthly quota, rate limit and input limits."""
+
+    name: str = ""
+    scope: Scope
+    monthly_quota: int = Field(ge=0)
+    rate_per_second: float = Field(gt=0)
+    burst: int = Field(ge=1)
+    image_max_bytes: int = Field(default=10 * MIB, ge=1)
+    image_max_pixels: int = Field(default=40_000_000, ge=1)
+    text_max_chars: int = Field(default=20_000, ge=1)
+
+    def covers(self, kind: ContentKind) -> bool:
+        return self.scope == "both" or self.scope == {"image": "images", "text": "text"}[kind]
+
+
+class CategoryThresholds(_Strict):
+    """Review and block thresholds of one category; `review <= block`."""
+
+    enabled: bool = True
+    review: float = Field(ge=0, le=1)
+    block: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _review_not_above_block(self) -> CategoryThresholds:
+        if self.review > self.block:
+            raise ValueError("review threshold must not be above the block threshold")
+        return self
+
+
+class Profile(_Strict):
+    """A moderation policy pinned to keys: mode, per-category thresholds, report threshold."""
+
+    name: str = ""
+    mode: Mode
+    report_threshold: int = Field(default=3, ge=0)
+    categories: dict[str, CategoryThresholds]
+
+    @model_validator(mode="after")
+    def _known_categories(self) -> Profile:
+        known = set(IMAGE_CATEGORIES) | set(TEXT_CATEGORIES)
+        unknown = set(self.categories) - known
+        if unknown:
+            raise ValueError(f"unknown categories: {sorted(unknown)}")
+        for required in ("nsfw", "toxic"):
+            if required not in self.categories:
+                raise ValueError(f"category {required!r} is required")
+            if not self.categories[required].enabled:
+                raise ValueError(f"category {required!r} cannot be disabled")
+        return self
+
+    def enabled_categories(self, kind: ContentKind) -> list[str]:
+        names = IMAGE_CATEGORIES if kind == "image" else TEXT_CATEGORIES
+        return [c for c in names if c in self.categories and self.categories[c].enabled]
+
+
+class ApiKey(_Strict):
+    """A stored key; the secret itself is never stored, only its SHA-256."""
+
+    id: str
+    account: str
+    profile: str
+    plan: str
+    created_at: float
+    revoked: bool = False
+
+
+class ReviewItem(_Strict):
+    """An item of the human review queue."""
+
+    id: int
+    account: str
+    status: ReviewStatus
+    reason: ReviewReason
+    kind: ContentKind | None = None  # None for items escalated by reports
+    reference: str | None = None
+    image_url: str | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    model_version: str | None = None
+    created_at: float
+    decided_at: float | None = None
