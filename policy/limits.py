@@ -1,0 +1,66 @@
+"""Rate limit (token bucket per key) and monthly quota (per account, UTC calendar month) in Redis.
+
+Both are checked and taken inside Redis by one Lua script each (`policy.lua`), so concurrent
+requests, on however many replicas, can never take more than there is.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+from redis.asyncio import Redis
+
+from policy import lua, redis_keys
+
+# A month's counter stays readable this long after the month ends (billing, support questions).
+QUOTA_KEPT_AFTER_MONTH_END_S = 35 * 24 * 3600
+
+
+def _month(now: float) -> tuple[str, int]:
+    """The `YYYY-MM` of `now` (UTC) and the unix time at which its quota counter may expire."""
+    moment = datetime.fromtimestamp(now, tz=timezone.utc)
+    year, month = (moment.year + 1, 1) if moment.month == 12 else (moment.year, moment.month + 1)
+    month_end = datetime(year, month, 1, tzinfo=timezone.utc).timestamp()
+    return moment.strftime("%Y-%m"), int(month_end) + QUOTA_KEPT_AFTER_MONTH_END_S
+
+
+class Limits:
+    def __init__(self, redis: Redis):
+        self._redis = redis
+        self._take_rate_token = redis.register_script(lua.TAKE_RATE_TOKEN)
+        self._take_quota = redis.register_script(lua.TAKE_QUOTA)
+        self._give_back_quota = redis.register_script(lua.GIVE_BACK_QUOTA)
+
+    async def take_rate_token(
+        self, key_id: str, rate_per_second: float, burst: int, now: float | None = None
+    ) -> float:
+        """0.0 when admitted, else the seconds until a token is available (for `Retry-After`).
+
+        Without `now` the script reads Redis TIME, so all replicas share one clock.
+        """
+        wait_s = await self._take_rate_token(
+            keys=[redis_keys.rate_bucket(key_id)],
+            args=[rate_per_second, burst, "" if now is None else now],
+        )
+        return float(wait_s)
+
+    async def take_quota(self, account: str, monthly_quota: int, now: float | None = None) -> bool:
+        """True when a unit of the month of `now` was taken; False when the month's quota is used up.
+
+        The counter expires at a fixed time after its month ends, so a `now` in a month that ended
+        more than that long ago finds its counter gone at once.
+        """
+        month, expire_at = _month(time.time() if now is None else now)
+        taken = await self._take_quota(keys=[redis_keys.quota(account, month)], args=[monthly_quota, expire_at])
+        return taken == 1
+
+    async def give_back_quota(self, account: str, now: float | None = None) -> None:
+        """For a request that ended in a 5xx: the account is not charged for our failure."""
+        month, _ = _month(time.time() if now is None else now)
+        await self._give_back_quota(keys=[redis_keys.quota(account, month)], args=[])
+
+    async def quota_used(self, account: str, now: float | None = None) -> int:
+        month, _ = _month(time.time() if now is None else now)
+        used = await self._redis.get(redis_keys.quota(account, month))
+        return int(used) if used is not None else 0
