@@ -1,0 +1,109 @@
+"""Rate limit and monthly quota, atomic in Redis (DESIGN section 5)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from policy import redis_keys
+from policy.limits import QUOTA_KEPT_AFTER_MONTH_END_S, Limits
+
+pytestmark = pytest.mark.anyio
+
+# A month far enough ahead that its counter has not expired.
+JAN_LAST_SECOND = datetime(2090, 1, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+FEB_FIRST_SECOND = datetime(2090, 2, 1, 0, 0, 0, tzinfo=timezone.utc).timestamp()
+
+
+async def test_rate_limit_refuses_past_burst_and_says_when_to_retry(redis_client):
+    limits = Limits(redis_client)
+    now = 1000.0
+    for _ in range(3):
+        assert await limits.take_rate_token("key_a", rate_per_second=2, burst=3, now=now) == 0.0
+    wait_s = await limits.take_rate_token("key_a", rate_per_second=2, burst=3, now=now)
+    assert wait_s == pytest.approx(0.5)
+    assert await limits.take_rate_token("key_a", 2, 3, now=now + wait_s - 0.01) > 0
+    assert await limits.take_rate_token("key_a", 2, 3, now=now + wait_s) == 0.0
+
+
+async def test_rate_limit_refills_no_further_than_the_burst(redis_client):
+    limits = Limits(redis_client)
+    await limits.take_rate_token("key_a", rate_per_second=1, burst=2, now=1000.0)
+    admitted = [await limits.take_rate_token("key_a", 1, 2, now=5000.0) == 0.0 for _ in range(3)]
+    assert admitted == [True, True, False]
+
+
+async def test_rate_limit_uses_redis_time_when_no_time_is_given(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take_rate_token("key_a", rate_per_second=0.001, burst=1) == 0.0
+    assert await limits.take_rate_token("key_a", rate_per_second=0.001, burst=1) == pytest.approx(1000, abs=1)
+
+
+async def test_rate_buckets_are_per_key(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take_rate_token("key_a", 1, 1, now=1000.0) == 0.0
+    assert await limits.take_rate_token("key_a", 1, 1, now=1000.0) > 0
+    assert await limits.take_rate_token("key_b", 1, 1, now=1000.0) == 0.0
+
+
+async def test_rate_bucket_expires_once_idle_long_enough_to_be_full(redis_client):
+    await Limits(redis_client).take_rate_token("key_a", rate_per_second=2, burst=10, now=1000.0)
+    ttl_ms = await redis_client.pttl(redis_keys.rate_bucket("key_a"))
+    assert 5000 <= ttl_ms <= 6000
+
+
+async def test_quota_admits_up_to_the_quota_then_refuses(redis_client):
+    limits = Limits(redis_client)
+    admitted = [await limits.take_quota("acme", 3, now=JAN_LAST_SECOND) for _ in range(4)]
+    assert admitted == [True, True, True, False]
+    assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 3
+
+
+async def test_quota_never_admits_past_the_limit_under_concurrency(redis_client):
+    limits = Limits(redis_client)
+    admitted = await asyncio.gather(*(limits.take_quota("acme", 20) for _ in range(50)))
+    assert sum(admitted) == 20
+    assert await limits.quota_used("acme") == 20
+
+
+async def test_quota_is_per_account(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    assert not await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    assert await limits.take_quota("other", 1, now=JAN_LAST_SECOND)
+
+
+async def test_give_back_returns_a_unit(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    await limits.give_back_quota("acme", now=JAN_LAST_SECOND)
+    assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 0
+    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+
+
+async def test_give_back_never_goes_below_zero(redis_client):
+    limits = Limits(redis_client)
+    await limits.give_back_quota("acme", now=JAN_LAST_SECOND)
+    await limits.give_back_quota("acme", now=JAN_LAST_SECOND)
+    assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 0
+    admitted = [await limits.take_quota("acme", 1, now=JAN_LAST_SECOND) for _ in range(2)]
+    assert admitted == [True, False]
+
+
+async def test_quota_resets_with_the_calendar_month(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    assert not await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    assert await limits.take_quota("acme", 1, now=FEB_FIRST_SECOND)
+    assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 1
+    assert await limits.quota_used("acme", now=FEB_FIRST_SECOND) == 1
+
+
+async def test_quota_counter_expires_some_days_after_its_month_ends(redis_client):
+    await Limits(redis_client).take_quota("acme", 1, now=JAN_LAST_SECOND)
+    ttl_s = await redis_client.ttl(redis_keys.quota("acme", "2090-01"))
+    expected_s = FEB_FIRST_SECOND + QUOTA_KEPT_AFTER_MONTH_END_S - time.time()
+    assert ttl_s == pytest.approx(expected_s, abs=5)
