@@ -52,7 +52,7 @@ class EmbeddedRedis:
         return self.data_dir / "redis.log"
 
     def start(self, timeout_s: float = 10) -> str:
-        """Starts redis-server and returns its URL once it answers PING."""
+        """Starts redis-server and returns its URL once it answers (INFO, which also proves it is ours)."""
         if self._process is not None:
             raise RuntimeError("this redis-server is already started")
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -80,13 +80,17 @@ class EmbeddedRedis:
                     self._process = None
                     raise RuntimeError(f"redis-server exited at start; see {self.log_path}")
                 try:
-                    if client.ping():
+                    # Check the answer comes from our process: with the port taken, another
+                    # server would answer PING while ours is failing to bind.
+                    if client.info("server")["process_id"] == self._process.pid:
                         return
+                    self._kill()
+                    raise RuntimeError(f"port {self.port} is served by another redis-server")
                 except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
                     pass  # not listening yet, or still replaying the AOF
                 if time.monotonic() > deadline:
                     self._kill()
-                    raise TimeoutError(f"redis-server did not answer PING within {timeout_s}s; see {self.log_path}")
+                    raise TimeoutError(f"redis-server did not answer within {timeout_s}s; see {self.log_path}")
                 time.sleep(_POLL_S)
         finally:
             client.close()
