@@ -118,7 +118,7 @@ class ReviewQueue:
     async def list(
         self, *, status: str | None = None, account: str | None = None, limit: int = 100
     ) -> list[ReviewItem]:
-        """Newest first. Walks the narrowest index and filters by the other criterion, if any."""
+        """Newest first. Walks the account index (else the status one) and filters by status if both are given."""
         if account is not None:
             index = redis_keys.review_by_account(account)
         elif status is not None:
