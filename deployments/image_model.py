@@ -1,0 +1,48 @@
+"""ImageModel: the image scorer as a batched, autoscaled Ray Serve deployment.
+
+A thin shell: the models come from the registry through `ModelSet`, the scoring
+(frames, categories, cost per request) lives in `models.image_scoring.ImageScorer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ray import serve
+
+from deployments.model_swap import ModelSet, wanted_versions
+from deployments.threads import limit_compute_threads
+from models.image_scoring import ImageRequest, ImageScorer, ImageScores
+
+TASKS = ("image.nsfw", "image.weapon", "image.violence")
+
+
+@serve.deployment(max_ongoing_requests=16)
+class ImageModel:
+    def __init__(self):
+        limit_compute_threads()
+        self._models = ModelSet()
+        self._scorer: ImageScorer | None = None
+
+    async def reconfigure(self, user_config: dict) -> None:
+        models = await self._models.swapped_to(wanted_versions(user_config, TASKS))
+        scorer = ImageScorer(
+            models={task.split(".")[1]: model for task, model in models.models.items()},
+            versions={task.split(".")[1]: version for task, version in models.versions.items()},
+        )
+        # One assignment: a batch in flight keeps the scorer it started with.
+        self._models, self._scorer = models, scorer
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
+    async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
+        scorer = self._scorer
+        served = [
+            ImageRequest(r.frames, tuple(c for c in r.categories if c in scorer.versions))
+            for r in requests
+        ]
+        return await asyncio.to_thread(scorer.score, served)
+
+    def model_versions(self) -> dict[str, str]:
+        if self._scorer is None:
+            raise RuntimeError("no model loaded yet")
+        return dict(self._models.versions)

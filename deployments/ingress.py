@@ -1,0 +1,41 @@
+"""ModerationIngress: the FastAPI app of `serve_app` as the graph's HTTP entry point."""
+
+from __future__ import annotations
+
+import logging
+
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from serve_app.app import create_app
+from serve_app.bootstrap import seed_config
+from serve_app.services import Services
+from serve_app.settings import get_settings
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+@serve.deployment(max_ongoing_requests=64)
+@serve.ingress()
+class ModerationIngress:
+    async def __init__(
+        self,
+        image_model: DeploymentHandle,
+        text_model: DeploymentHandle,
+        policy: DeploymentHandle,
+        redis_url: str | None = None,
+    ):
+        from deployments.handles import ServeBackends
+
+        settings = get_settings()
+        self._services = Services.connect(
+            redis_url or settings.redis_url,
+            ServeBackends(image_model, text_model, policy),
+            admin_token=settings.admin_token,
+            inference_timeout_s=settings.inference_timeout_s,
+        )
+        # Idempotent: seeds only the plans and profiles that Redis does not have yet.
+        await seed_config(self._services.config, settings.config_dir)
+
+    def __serve_build_asgi_app__(self):
+        return create_app(self._services)

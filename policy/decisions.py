@@ -1,0 +1,82 @@
+"""The decision table: from scores and a profile to allow, review or block.
+
+Per enabled category `c` the profile holds `review_c <= block_c`. A score at or above
+`block_c` blocks, at or above `review_c` reviews, else allows. The strictest enabled
+category decides. A per-request threshold replaces every block threshold and removes
+the review band, so the answer is binary. The mode then turns the recommendation into
+the decision the client acts on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policy.types import Action, ContentKind, Profile
+
+_SEVERITY: dict[Action, int] = {"allow": 0, "review": 1, "block": 2}
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision: Action
+    recommended_action: Action
+    threshold: float
+    blocked_by: list[str]
+    mode: str
+    profile: str
+
+
+def recommend(score: float, review: float, block: float) -> Action:
+    if score >= block:
+        return "block"
+    if score >= review:
+        return "review"
+    return "allow"
+
+
+def decide(
+    scores: dict[str, float],
+    profile: Profile,
+    kind: ContentKind,
+    threshold: float | None = None,
+) -> Decision:
+    """Decide on `scores` (category -> score) under `profile`.
+
+    Only the profile's enabled categories of `kind` count; a category without a score
+    is skipped. `threshold`, when given, is the binary override of the request.
+    """
+    primary = "nsfw" if kind == "image" else "toxic"
+    recommended: Action = "allow"
+    deciding = primary
+    blocked_by: list[str] = []
+    for category in profile.enabled_categories(kind):
+        if category not in scores:
+            continue
+        limits = profile.categories[category]
+        block = limits.block if threshold is None else threshold
+        review = limits.review if threshold is None else threshold
+        action = recommend(scores[category], review, block)
+        if action == "block":
+            blocked_by.append(category)
+        if _SEVERITY[action] > _SEVERITY[recommended]:
+            recommended, deciding = action, category
+
+    applied = profile.categories[deciding].block if threshold is None else threshold
+    return Decision(
+        decision=apply_mode(recommended, profile.mode, binary=threshold is not None),
+        recommended_action=recommended,
+        threshold=applied,
+        blocked_by=blocked_by,
+        mode=profile.mode,
+        profile=profile.name,
+    )
+
+
+def apply_mode(recommended: Action, mode: str, *, binary: bool) -> Action:
+    """Turn the model's recommendation into the client's decision under `mode`."""
+    if mode == "monitor":
+        return "allow"
+    if mode == "review" and not binary:
+        # Humans decide everything flagged: a block recommendation goes to review too.
+        return "review" if recommended != "allow" else "allow"
+    return recommended

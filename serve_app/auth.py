@@ -1,0 +1,63 @@
+"""Who is calling: the API key, its plan and profile, and the per-key rate limit."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from policy.types import ApiKey, Plan, Profile
+from serve_app.errors import NotFound, RateLimited, StoreUnavailable, Unauthorized
+from serve_app.services import Services
+
+
+@dataclass(frozen=True)
+class Caller:
+    key: ApiKey
+    plan: Plan
+    profile: Profile
+
+    @property
+    def account(self) -> str:
+        return self.key.account
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def authenticated_caller(request: Request) -> Caller:
+    """Dependency of every public endpoint: 401 without a live key, 429 past its rate."""
+    svc = services(request)
+    secret = bearer_token(request)
+    key = await svc.config.authenticate(secret) if secret else None
+    if key is None:
+        raise Unauthorized()
+    plan = await svc.config.get_plan(key.plan)
+    profile = await svc.config.get_profile(key.profile)
+    if plan is None or profile is None:
+        # The key points at a plan or profile that is gone: refuse rather than guess.
+        raise StoreUnavailable(f"The key's plan or profile is not configured ({key.plan}, {key.profile}).")
+    retry_after_s = await svc.limits.take_rate_token(key.id, plan.rate_per_second, plan.burst)
+    if retry_after_s > 0:
+        raise RateLimited(retry_after_s=retry_after_s)
+    request.state.account = key.account
+    return Caller(key=key, plan=plan, profile=profile)
+
+
+def require_admin(request: Request) -> None:
+    """Dependency of the admin API: off (404) without a configured token, 401 on a wrong one."""
+    expected = services(request).admin_token
+    if not expected:
+        raise NotFound()
+    given = bearer_token(request) or ""
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        raise Unauthorized("The admin API needs Authorization: Bearer $MODERATION_ADMIN_TOKEN.")

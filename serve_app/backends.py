@@ -1,0 +1,37 @@
+"""What the ingress needs from the models and the policy, whoever runs them.
+
+Under Ray Serve these calls go to the ImageModel, TextModel and Policy deployments
+(`deployments/handles.py`); in tests and tools they run in-process
+(`serve_app/local_backends.py`). The ingress only sees this protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from policy.decisions import Decision
+from policy.types import ContentKind, Profile
+
+if TYPE_CHECKING:  # the image types pull Pillow; the ingress imports them lazily
+    from models.image_scoring import ImageRequest, ImageScores
+
+
+@dataclass(frozen=True)
+class TextScores:
+    categories: dict[str, float]
+    model_version: str
+
+
+class ModelBackends(Protocol):
+    async def score_image(self, request: ImageRequest) -> ImageScores: ...
+
+    async def score_text(self, text: str) -> TextScores: ...
+
+    async def decide(
+        self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
+    ) -> Decision: ...
+
+    async def model_versions(self) -> dict[str, str]:
+        """The loaded model versions; raises when a model is not ready."""
+        ...

@@ -1,0 +1,129 @@
+"""Read a multipart (or urlencoded) form into memory, with a hard size limit.
+
+Starlette's own form parser spools files over 1 MB to a temporary file on disk; the
+service promises that images live only in memory, and wants to refuse an oversized
+upload as soon as it crosses the limit rather than after reading all of it. So the
+body is streamed through python-multipart's parser here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import Request
+
+from serve_app.errors import InvalidRequest
+
+MAX_FIELD_BYTES = 4096  # reference, image_url and friends
+MAX_PARTS = 16
+
+
+class PartTooLarge(Exception):
+    """A file part went over its limit; the caller turns it into its own 413."""
+
+
+@dataclass
+class Form:
+    fields: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class _Part:
+    name: str = ""
+    is_file: bool = False
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+
+async def read_form(
+    request: Request, *, max_file_bytes: int, file_fields: frozenset[str] = frozenset()
+) -> Form:
+    """Parse the request body; raise PartTooLarge once a file part passes `max_file_bytes`.
+
+    A part is a file when it carries a filename or its name is in `file_fields`
+    (so `curl -F image=<photo.jpg`, which sends no filename, still works).
+    """
+    content_type, options = parse_options_header(request.headers.get("content-type", ""))
+    if content_type == b"application/x-www-form-urlencoded":
+        return await _read_urlencoded(request)
+    if content_type != b"multipart/form-data" or b"boundary" not in options:
+        raise InvalidRequest("The body must be multipart/form-data.")
+    return await _read_multipart(request, options[b"boundary"], max_file_bytes, file_fields)
+
+
+async def _read_urlencoded(request: Request) -> Form:
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FIELD_BYTES * MAX_PARTS:
+            raise InvalidRequest("The form is too large.")
+    return Form(fields=dict(parse_qsl(body.decode("utf-8", "replace"))))
+
+
+async def _read_multipart(
+    request: Request, boundary: bytes, max_file_bytes: int, file_fields: frozenset[str]
+) -> Form:
+    form = Form()
+    parts: list[_Part] = []
+    header_name = bytearray()
+    header_value = bytearray()
+
+    def on_part_begin() -> None:
+        if len(parts) >= MAX_PARTS:
+            raise InvalidRequest(f"At most {MAX_PARTS} form parts are accepted.")
+        parts.append(_Part())
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header_name.extend(data[start:end])
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header_value.extend(data[start:end])
+
+    def on_header_end() -> None:
+        if bytes(header_name).lower() == b"content-disposition":
+            _, disposition = parse_options_header(bytes(header_value))
+            parts[-1].name = disposition.get(b"name", b"").decode("utf-8", "replace")
+            parts[-1].is_file = b"filename" in disposition or parts[-1].name in file_fields
+        header_name.clear()
+        header_value.clear()
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        part = parts[-1]
+        part.size += end - start
+        limit = max_file_bytes if part.is_file else MAX_FIELD_BYTES
+        if part.size > limit:
+            if part.is_file:
+                raise PartTooLarge(part.name)
+            raise InvalidRequest(f"The form field {part.name!r} is too long.")
+        part.chunks.append(data[start:end])
+
+    def on_part_end() -> None:
+        part = parts[-1]
+        data = b"".join(part.chunks)
+        if part.is_file:
+            form.files.setdefault(part.name, data)
+        else:
+            form.fields.setdefault(part.name, data.decode("utf-8", "replace"))
+
+    parser = MultipartParser(
+        boundary,
+        {
+            "on_part_begin": on_part_begin,
+            "on_header_field": on_header_field,
+            "on_header_value": on_header_value,
+            "on_header_end": on_header_end,
+            "on_part_data": on_part_data,
+            "on_part_end": on_part_end,
+        },
+    )
+    try:
+        async for chunk in request.stream():
+            parser.write(chunk)
+        parser.finalize()
+    except MultipartParseError as exc:
+        raise InvalidRequest(f"The multipart body is malformed: {exc}") from exc
+    return form

@@ -1,0 +1,126 @@
+"""The admin API (`/admin/v1/`): what the dashboard and the CLI call.
+
+Guarded by `Authorization: Bearer $MODERATION_ADMIN_TOKEN`; without the variable the
+whole API answers 404. Plans and profiles written here take effect on the next
+request of every replica, because every request reads them from Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, ConfigDict
+
+from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
+from serve_app import errors
+from serve_app.auth import require_admin, services
+
+router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
+
+
+class KeyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    account: str
+    profile: str
+    plan: str
+
+
+class CreatedKey(BaseModel):
+    id: str
+    key: str
+    account: str
+    profile: str
+    plan: str
+
+
+class ReviewDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["approved", "rejected"]
+
+
+class ReviewList(BaseModel):
+    items: list[ReviewItem]
+
+
+@router.put("/plans/{name}", response_model=Plan)
+async def put_plan(name: str, plan: Plan, request: Request) -> Plan:
+    plan = plan.model_copy(update={"name": name})
+    await services(request).config.put_plan(plan)
+    return plan
+
+
+@router.get("/plans/{name}", response_model=Plan)
+async def get_plan(name: str, request: Request) -> Plan:
+    plan = await services(request).config.get_plan(name)
+    if plan is None:
+        raise errors.NotFound(f"No plan named {name!r}.")
+    return plan
+
+
+@router.put("/profiles/{name}", response_model=Profile)
+async def put_profile(name: str, profile: Profile, request: Request) -> Profile:
+    profile = profile.model_copy(update={"name": name})
+    await services(request).config.put_profile(profile)
+    return profile
+
+
+@router.get("/profiles/{name}", response_model=Profile)
+async def get_profile(name: str, request: Request) -> Profile:
+    profile = await services(request).config.get_profile(name)
+    if profile is None:
+        raise errors.NotFound(f"No profile named {name!r}.")
+    return profile
+
+
+@router.post("/keys", response_model=CreatedKey, status_code=201)
+async def create_key(body: KeyRequest, request: Request) -> CreatedKey:
+    config = services(request).config
+    if await config.get_plan(body.plan) is None:
+        raise errors.InvalidRequest(f"No plan named {body.plan!r}.")
+    if await config.get_profile(body.profile) is None:
+        raise errors.InvalidRequest(f"No profile named {body.profile!r}.")
+    record, secret = await config.create_key(body.account, body.profile, body.plan)
+    return CreatedKey(id=record.id, key=secret, account=record.account, profile=record.profile, plan=record.plan)
+
+
+@router.get("/keys/{key_id}", response_model=ApiKey)
+async def get_key(key_id: str, request: Request) -> ApiKey:
+    record = await services(request).config.get_key(key_id)
+    if record is None:
+        raise errors.NotFound(f"No key with id {key_id!r}.")
+    return record
+
+
+@router.delete("/keys/{key_id}", status_code=204)
+async def revoke_key(key_id: str, request: Request) -> Response:
+    if not await services(request).config.revoke_key(key_id):
+        raise errors.NotFound(f"No key with id {key_id!r}.")
+    return Response(status_code=204)
+
+
+@router.get("/reviews", response_model=ReviewList)
+async def list_reviews(
+    request: Request, status: ReviewStatus | None = None, account: str | None = None, limit: int = 100
+) -> ReviewList:
+    items = await services(request).reviews.list(status=status, account=account, limit=min(max(limit, 1), 1000))
+    return ReviewList(items=items)
+
+
+@router.get("/reviews/{item_id}", response_model=ReviewItem)
+async def get_review(item_id: int, request: Request) -> ReviewItem:
+    item = await services(request).reviews.get(item_id)
+    if item is None:
+        raise errors.NotFound("No such review item.")
+    return item
+
+
+@router.post("/reviews/{item_id}/decision", response_model=ReviewItem)
+async def decide_review(item_id: int, body: ReviewDecision, request: Request) -> ReviewItem:
+    try:
+        return await services(request).reviews.decide(item_id, body.status)
+    except ReviewItemNotFound:
+        raise errors.NotFound("No such review item.") from None
+    except ReviewAlreadyDecided:
+        raise errors.AlreadyDecided() from None

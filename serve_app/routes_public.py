@@ -1,0 +1,224 @@
+"""The public API of spec section 4: moderate an image or a text, report, review status."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from serve_app import errors
+from serve_app.auth import Caller, authenticated_caller, services
+from serve_app.form_reader import PartTooLarge, read_form
+from serve_app.moderation_flow import (
+    ChargedRequest,
+    decide_and_queue,
+    parse_threshold,
+    score_with_model,
+)
+from serve_app.schemas import (
+    Health,
+    ImageRawScores,
+    ImageResult,
+    ReportResult,
+    ReviewItemView,
+    TextModerationRequest,
+    TextRawScores,
+    TextResult,
+)
+
+router = APIRouter()
+
+IMAGE_FIELDS = frozenset({"image", "file"})
+# Multipart framing and the small text fields around the image.
+FORM_OVERHEAD_BYTES = 64 * 1024
+# A JSON-escaped character takes at most 6 bytes ("\uXXXX"); plus room for the other fields.
+JSON_BYTES_PER_CHAR = 6
+THRESHOLD_QUERY = Query(
+    default=None, description="Block threshold for this request (0..1); the decision becomes binary."
+)
+
+
+def _refuse_declared_oversize(request: Request, max_body_bytes: int, error: errors.ApiError) -> None:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_body_bytes:
+        raise error
+
+
+@router.post("/v1/moderate", response_model=ImageResult, response_model_exclude_none=True)
+async def moderate_image(
+    request: Request,
+    threshold: str | None = THRESHOLD_QUERY,
+    caller: Caller = Depends(authenticated_caller),
+) -> ImageResult:
+    # Pillow and the image types load only when the first image arrives: the ingress stays lean.
+    from models.image_decoding import ImageTooLarge, InvalidImage, decode_image
+    from models.image_scoring import ImageRequest
+
+    svc = services(request)
+    if not caller.plan.covers("image"):
+        raise errors.CapabilityRequired("The plan does not cover image moderation.")
+    override = parse_threshold(threshold)
+    max_bytes = caller.plan.image_max_bytes
+    too_large = errors.ImageTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+    _refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
+    try:
+        form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)
+    except PartTooLarge:
+        raise too_large from None
+    data = form.files.get("image") or form.files.get("file")
+    if not data:
+        raise errors.NoImage()
+    try:
+        image = await run_in_threadpool(decode_image, data, caller.plan.image_max_pixels)
+    except ImageTooLarge as exc:
+        raise errors.ImageTooLarge(
+            f"The image has {exc.pixels} pixels; the plan's limit is {exc.max_pixels}."
+        ) from None
+    except InvalidImage as exc:
+        raise errors.InvalidImage(str(exc) or None) from None
+    request.state.log_fields.update(
+        bytes=len(data), format=image.format, width=image.width, height=image.height
+    )
+
+    reference, image_url = form.fields.get("reference"), form.fields.get("image_url")
+    categories = tuple(caller.profile.enabled_categories("image"))
+    async with ChargedRequest(svc, caller):
+        scored = await score_with_model(
+            svc, svc.backends.score_image(ImageRequest(frames=image.frames, categories=categories))
+        )
+        outcome = await decide_and_queue(
+            svc, caller, kind="image", scores=scored.categories, model_version=scored.model_version,
+            threshold=override, reference=reference, image_url=image_url,
+        )
+    request.state.log_fields.update(scores=scored.categories, decision=outcome.decision.decision)
+    return ImageResult(
+        scores=ImageRawScores(nsfw=scored.categories["nsfw"], safe=scored.safe),
+        categories=scored.categories,
+        model_version=scored.model_version,
+        review_id=outcome.review_id,
+        **_decision_fields(outcome.decision),
+    )
+
+
+@router.post("/v1/moderate-text", response_model=TextResult, response_model_exclude_none=True)
+async def moderate_text(
+    request: Request,
+    threshold: str | None = THRESHOLD_QUERY,
+    caller: Caller = Depends(authenticated_caller),
+) -> TextResult:
+    svc = services(request)
+    if not caller.plan.covers("text"):
+        raise errors.CapabilityRequired("The plan does not cover text moderation.")
+    override = parse_threshold(threshold)
+    max_chars = caller.plan.text_max_chars
+    too_long = errors.TextTooLong(f"The text is above the plan's limit of {max_chars} characters.")
+    max_body_bytes = max_chars * JSON_BYTES_PER_CHAR + FORM_OVERHEAD_BYTES
+    _refuse_declared_oversize(request, max_body_bytes, too_long)
+    body = await _read_body(request, max_body_bytes, too_long)
+    payload = _parse_text_request(body)
+    if len(payload.text) > max_chars:
+        raise too_long
+    request.state.log_fields.update(text_chars=len(payload.text))
+
+    async with ChargedRequest(svc, caller):
+        scored = await score_with_model(svc, svc.backends.score_text(payload.text))
+        outcome = await decide_and_queue(
+            svc, caller, kind="text", scores=scored.categories, model_version=scored.model_version,
+            threshold=override, reference=payload.reference, image_url=payload.image_url,
+        )
+    unsafe = scored.categories["toxic"]
+    request.state.log_fields.update(scores=scored.categories, decision=outcome.decision.decision)
+    return TextResult(
+        scores=TextRawScores(unsafe=unsafe, safe=1.0 - unsafe),
+        categories=scored.categories,
+        model_version=scored.model_version,
+        review_id=outcome.review_id,
+        **_decision_fields(outcome.decision),
+    )
+
+
+@router.post("/v1/report", response_model=ReportResult, response_model_exclude_none=True)
+async def report(request: Request, caller: Caller = Depends(authenticated_caller)) -> ReportResult:
+    try:
+        form = await read_form(request, max_file_bytes=0)
+    except PartTooLarge:
+        raise errors.InvalidRequest("A report carries no file; send the reference only.") from None
+    reference = form.fields.get("reference", "").strip()
+    if not reference:
+        raise errors.NoReference()
+    result = await services(request).reviews.report(
+        account=caller.account,
+        reference=reference,
+        image_url=form.fields.get("image_url"),
+        threshold=caller.profile.report_threshold,
+    )
+    return ReportResult(
+        reference=result.reference,
+        reports=result.reports,
+        escalated=result.escalated,
+        review_id=result.review_id,
+    )
+
+
+@router.get("/v1/review/{item_id}", response_model=ReviewItemView, response_model_exclude_none=True)
+async def review_status(
+    item_id: str, request: Request, caller: Caller = Depends(authenticated_caller)
+) -> ReviewItemView:
+    if not item_id.isdigit():
+        raise errors.NotFound("No such review item.")
+    item = await services(request).reviews.get(int(item_id), account=caller.account)
+    if item is None:
+        raise errors.NotFound("No such review item.")
+    return ReviewItemView(**item.model_dump(exclude={"account", "scores", "model_version"}))
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz(request: Request) -> Health:
+    svc = services(request)
+    await svc.config.get_plan("default")  # raises when the store is down: a 503 store_unavailable
+    try:
+        versions = await asyncio.wait_for(svc.backends.model_versions(), timeout=5)
+    except Exception:
+        raise errors.InferenceUnavailable("The models are not ready yet.") from None
+    return Health(status="ok", models=versions)
+
+
+def _decision_fields(decision) -> dict:
+    return {
+        "decision": decision.decision,
+        "recommended_action": decision.recommended_action,
+        "mode": decision.mode,
+        "threshold": decision.threshold,
+        "profile": decision.profile,
+        "blocked_by": decision.blocked_by,
+    }
+
+
+async def _read_body(request: Request, max_bytes: int, too_large: errors.ApiError) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_text_request(body: bytes) -> TextModerationRequest:
+    try:
+        raw = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise errors.InvalidRequest("The body must be JSON: {\"text\": \"...\"}.") from None
+    if not isinstance(raw, dict):
+        raise errors.InvalidRequest("The body must be a JSON object.")
+    if "text" not in raw:
+        raise errors.InvalidRequest("The field 'text' is required.")
+    try:
+        return TextModerationRequest.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise errors.InvalidRequest(f"{where}: {first['msg']}") from None

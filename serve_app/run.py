@@ -1,0 +1,89 @@
+"""`make serve`: Redis, Ray and the Serve graph, until Ctrl-C or SIGTERM.
+
+Without REDIS_URL an embedded redis-server starts on loopback with its AOF under
+MODERATION_DATA_DIR. Plans and profiles are seeded from config/ and, when the store
+has no key, one is created for the default plan and profile and printed once.
+Everything started here is stopped here, in reverse order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+
+from redis.asyncio import Redis
+
+from policy.store import ConfigStore
+from serve_app.bootstrap import create_first_key, seed_config
+from serve_app.embedded_redis import EmbeddedRedis
+from serve_app.settings import Settings, get_settings
+
+log = logging.getLogger("moderation.run")
+
+
+async def _prepare_store(settings: Settings, redis_url: str) -> str | None:
+    redis = Redis.from_url(redis_url, decode_responses=True)
+    try:
+        config = ConfigStore(redis)
+        await seed_config(config, settings.config_dir)
+        return await create_first_key(
+            config, plan=settings.default_plan, profile=settings.default_profile
+        )
+    finally:
+        await redis.aclose()
+
+
+def _wait_for_stop_signal() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    settings = get_settings()
+
+    redis_server = None
+    redis_url = settings.redis_url
+    if redis_url is None:
+        redis_server = EmbeddedRedis(settings.data_dir / "redis")
+        redis_url = redis_server.start()
+        log.info("embedded redis-server at %s (AOF in %s)", redis_url, settings.data_dir / "redis")
+
+    import ray
+    from ray import serve
+
+    from deployments.deploy import deploy, read_serve_config, wait_until_running
+
+    try:
+        first_key = asyncio.run(_prepare_store(settings, redis_url))
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=True)
+        deploy(read_serve_config(settings.serve_config, host=settings.host, port=settings.port, redis_url=redis_url))
+        wait_until_running()
+        base_url = f"http://{settings.host}:{settings.port}"
+        print(f"\nModeration service ready at {base_url}", flush=True)
+        if first_key:
+            print(
+                "\nFirst start: created an API key for plan "
+                f"'{settings.default_plan}' and profile '{settings.default_profile}'.\n"
+                f"It is shown only this once; keep it secret:\n\n    {first_key}\n",
+                flush=True,
+            )
+        _wait_for_stop_signal()
+    finally:
+        log.info("stopping")
+        if ray.is_initialized():
+            serve.shutdown()
+            ray.shutdown()
+        if redis_server is not None:
+            redis_server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Request and response bodies of the public API (spec sections 2 and 4)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from policy.types import Action, Mode, ReviewReason, ReviewStatus
+
+MAX_REFERENCE_CHARS = 4096
+
+
+class TextModerationRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    text: str
+    reference: str | None = Field(default=None, max_length=MAX_REFERENCE_CHARS)
+    image_url: str | None = Field(default=None, max_length=MAX_REFERENCE_CHARS)
+
+
+class ImageRawScores(BaseModel):
+    nsfw: float
+    safe: float
+
+
+class TextRawScores(BaseModel):
+    unsafe: float
+    safe: float
+
+
+class _Result(BaseModel):
+    categories: dict[str, float]
+    blocked_by: list[str]
+    decision: Action
+    recommended_action: Action
+    mode: Mode
+    threshold: float
+    profile: str
+    model_version: str
+    review_id: int | None = Field(default=None, description="Only when decision is review.")
+
+
+class ImageResult(_Result):
+    scores: ImageRawScores
+
+
+class TextResult(_Result):
+    scores: TextRawScores
+
+
+class ReportResult(BaseModel):
+    reference: str
+    reports: int
+    escalated: bool
+    review_id: int | None = Field(default=None, description="The queue item, once escalated.")
+
+
+class ReviewItemView(BaseModel):
+    id: int
+    status: ReviewStatus
+    reason: ReviewReason
+    reference: str | None = None
+    image_url: str | None = None
+    kind: str | None = None
+    created_at: float
+    decided_at: float | None = None
+
+
+class Health(BaseModel):
+    status: str
+    models: dict[str, str]

@@ -1,0 +1,35 @@
+"""The one settings object: read from the environment once, at start."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MODERATION_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Unset: `make serve` starts an embedded redis-server with its files under data_dir.
+    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    data_dir: Path = PROJECT_ROOT / ".data"
+    # Unset: the admin API answers 404 on every path.
+    admin_token: str | None = None
+    config_dir: Path = PROJECT_ROOT / "config"
+    serve_config: Path = PROJECT_ROOT / "serve_config.yaml"
+    # Plan and profile of the key created on first start.
+    default_plan: str = "default"
+    default_profile: str = "default"
+    # How long the ingress waits for a model before answering 503.
+    inference_timeout_s: float = 30.0
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
