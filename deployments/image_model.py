@@ -23,26 +23,33 @@ class ImageModel:
         limit_compute_threads()
         self._models = ModelSet()
         self._scorer: ImageScorer | None = None
+        self._categories: frozenset[str] = frozenset()
 
     async def reconfigure(self, user_config: dict) -> None:
         models = await self._models.swapped_to(wanted_versions(user_config, TASKS))
         scorer = ImageScorer(
-            models={task.split(".")[1]: model for task, model in models.models.items()},
-            versions={task.split(".")[1]: version for task, version in models.versions.items()},
+            models={_category(task): model for task, model in models.models.items()},
+            versions={_category(task): version for task, version in models.versions.items()},
         )
         # One assignment: a batch in flight keeps the scorer it started with.
-        self._models, self._scorer = models, scorer
+        self._models, self._scorer, self._categories = models, scorer, frozenset(scorer_categories(models))
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
     async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
-        scorer = self._scorer
-        served = [
-            ImageRequest(r.frames, tuple(c for c in r.categories if c in scorer.versions))
-            for r in requests
-        ]
+        scorer, available = self._scorer, self._categories
+        # A category the profile enables but this deployment does not serve is left out.
+        served = [ImageRequest(r.frames, tuple(c for c in r.categories if c in available)) for r in requests]
         return await asyncio.to_thread(scorer.score, served)
 
     def model_versions(self) -> dict[str, str]:
         if self._scorer is None:
             raise RuntimeError("no model loaded yet")
         return dict(self._models.versions)
+
+
+def _category(task: str) -> str:
+    return task.split(".", 1)[1]
+
+
+def scorer_categories(models: ModelSet) -> list[str]:
+    return [_category(task) for task in models.models]

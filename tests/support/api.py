@@ -1,0 +1,114 @@
+"""Helpers for driving the FastAPI app in tests: stub backends, admin set-up, requests.
+
+The backends here are fakes with scores the test chooses: they let one test drive
+each rule of the decision table through HTTP. The real models are exercised through
+the same app in test_real_models.py and through Ray Serve in tests/e2e/.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+from fastapi.testclient import TestClient
+from PIL import Image
+
+from models.image_scoring import ImageRequest, ImageScores
+from policy.decisions import decide
+from serve_app.app import create_app
+from serve_app.backends import TextScores
+from serve_app.seed_config import load_plans, load_profiles
+from serve_app.services import Services
+from serve_app.settings import PROJECT_ROOT
+
+ADMIN_TOKEN = "test-admin-token"
+CONFIG_DIR = PROJECT_ROOT / "config"
+
+
+@dataclass
+class StubBackends:
+    """Answers with the scores a test sets; counts calls; can be made to fail."""
+
+    image_scores: dict[str, float] = field(default_factory=lambda: {"nsfw": 0.05})
+    toxic: float = 0.05
+    failing: bool = False
+    image_calls: list[ImageRequest] = field(default_factory=list)
+    text_calls: list[str] = field(default_factory=list)
+
+    async def score_image(self, request: ImageRequest) -> ImageScores:
+        self.image_calls.append(request)
+        if self.failing:
+            raise ConnectionError("model replica gone")
+        scores = {c: self.image_scores.get(c, 0.0) for c in request.categories}
+        return ImageScores(categories=scores, safe=1 - scores["nsfw"], model_version="nsfw=stub-1")
+
+    async def score_text(self, text: str) -> TextScores:
+        self.text_calls.append(text)
+        if self.failing:
+            raise ConnectionError("model replica gone")
+        return TextScores(categories={"toxic": self.toxic}, model_version="stub-text-1")
+
+    async def decide(self, scores, profile, kind, threshold):
+        return decide(scores, profile, kind, threshold)
+
+    async def model_versions(self) -> dict[str, str]:
+        if self.failing:
+            raise ConnectionError("not ready")
+        return {"image.nsfw": "stub-1", "text.toxic": "stub-text-1"}
+
+
+class Api:
+    """A TestClient with helpers to set up plans, profiles and keys through the admin API."""
+
+    def __init__(self, client: TestClient, backends: StubBackends):
+        self.client, self.backends = client, backends
+        self.admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+    def seed(self) -> None:
+        for plan in load_plans(CONFIG_DIR):
+            self.put_plan(plan.name, **plan.model_dump(exclude={"name"}))
+        for profile in load_profiles(CONFIG_DIR):
+            self.put_profile(profile.name, **profile.model_dump(exclude={"name"}))
+
+    def put_plan(self, name: str, **fields) -> None:
+        response = self.client.put(f"/admin/v1/plans/{name}", json=fields, headers=self.admin)
+        assert response.status_code == 200, response.text
+
+    def put_profile(self, name: str, **fields) -> None:
+        response = self.client.put(f"/admin/v1/profiles/{name}", json=fields, headers=self.admin)
+        assert response.status_code == 200, response.text
+
+    def new_key(self, *, account: str = "acme", profile: str = "default", plan: str = "default") -> dict:
+        body = {"account": account, "profile": profile, "plan": plan}
+        response = self.client.post("/admin/v1/keys", json=body, headers=self.admin)
+        assert response.status_code == 201, response.text
+        return {"Authorization": f"Bearer {response.json()['key']}"}
+
+    def moderate(self, headers: dict, image: bytes | None = None, *, field: str = "image", params=None, **fields):
+        files = {field: ("upload.bin", image if image is not None else photo_bytes(), "text/plain")}
+        return self.client.post("/v1/moderate", headers=headers, files=files, data=fields, params=params)
+
+    def moderate_text(self, headers: dict, text: str = "hello", params=None, **fields):
+        return self.client.post("/v1/moderate-text", headers=headers, json={"text": text, **fields}, params=params)
+
+    def report(self, headers: dict, reference: str, **fields):
+        return self.client.post("/v1/report", headers=headers, files={"reference": (None, reference)}, data=fields)
+
+
+def photo_bytes(fmt: str = "JPEG", size: tuple[int, int] = (64, 48)) -> bytes:
+    import numpy as np
+
+    pixels = np.random.default_rng(0).integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def assert_error(response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+
+
