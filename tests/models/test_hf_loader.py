@@ -23,21 +23,20 @@ from models.registry import UnknownModel, find_entry, load_model
 WORDS = "the a you are is very cat dog good bad nice ugly love hate kind rude".split()
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WINDOW = 16  # the tiny tokenizer's model_max_length
+TINY = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
 
 
 def tiny_bert(directory: Path, problem_type: str | None = None) -> Path:
     torch.manual_seed(0)
-    tokenizer = BertTokenizer(vocab={token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS)}, model_max_length=WINDOW)
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS)}
+    tokenizer = BertTokenizer(vocab=vocab, model_max_length=WINDOW)
     config = BertConfig(
-        vocab_size=len(SPECIAL_TOKENS) + len(WORDS),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
+        vocab_size=len(vocab),
         max_position_embeddings=64,
         id2label={0: "non-toxic", 1: "toxic"},
         label2id={"non-toxic": 0, "toxic": 1},
         problem_type=problem_type,
+        **TINY,
     )
     BertForSequenceClassification(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
@@ -56,12 +55,9 @@ def vit_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = ViTConfig(
         image_size=32,
         patch_size=8,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
         id2label={0: "normal", 1: "nsfw"},
         label2id={"normal": 0, "nsfw": 1},
+        **TINY,
     )
     ViTForImageClassification(config).save_pretrained(directory)
     ViTImageProcessorPil(size={"height": 32, "width": 32}).save_pretrained(directory)
@@ -170,8 +166,10 @@ def test_weights_must_be_a_local_directory(tmp_path: Path) -> None:
 
 
 def frames() -> list[Image.Image]:
+    """Frames of different sizes and modes: the processor resizes them, the model converts them to RGB."""
     colours = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (240, 200, 180), (10, 10, 10)]
-    return [Image.new("RGB", (40 + 7 * i, 30), colour) for i, colour in enumerate(colours)] + [Image.new("L", (32, 32))]
+    coloured = [Image.new("RGB", (40 + 7 * i, 30), colour) for i, colour in enumerate(colours)]
+    return [*coloured, Image.new("L", (32, 32), 128)]
 
 
 def test_image_model_scores_mapped_labels_and_derives_safe(vit_dir: Path) -> None:
