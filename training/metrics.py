@@ -1,0 +1,60 @@
+"""Binary classification metrics used to choose and report the text head (numpy only, no scikit-learn)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def roc_auc(labels, scores) -> float:
+    """Probability that a random positive outranks a random negative (ties count half)."""
+    labels = np.asarray(labels, dtype=bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    # average rank over ties
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    tie_rank = first + (counts + 1) / 2.0
+    ranks[order] = np.repeat(tie_rank, counts)
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def precision_recall(labels, scores, threshold: float) -> tuple[float, float]:
+    labels = np.asarray(labels, dtype=bool)
+    flagged = np.asarray(scores) >= threshold
+    true_pos = int((flagged & labels).sum())
+    precision = true_pos / flagged.sum() if flagged.any() else 1.0
+    recall = true_pos / labels.sum() if labels.any() else float("nan")
+    return float(precision), float(recall)
+
+
+def threshold_for_precision(labels, scores, target: float) -> float:
+    """Lowest threshold whose precision reaches `target` (so recall is as high as that allows)."""
+    for threshold in np.unique(scores):
+        if precision_recall(labels, scores, threshold)[0] >= target:
+            return float(threshold)
+    return 1.0
+
+
+def threshold_for_recall(labels, scores, target: float) -> float:
+    """Highest threshold whose recall still reaches `target` (so as few benign texts as possible are flagged)."""
+    for threshold in np.unique(scores)[::-1]:
+        if precision_recall(labels, scores, threshold)[1] >= target:
+            return float(threshold)
+    return 0.0
+
+
+def calibration_bins(labels, scores, edges=(0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)) -> list[tuple[str, int, float, float]]:
+    """(bin, count, mean score, observed toxic rate) per score bin."""
+    labels = np.asarray(labels, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    rows = []
+    for low, high in zip(edges[:-1], edges[1:]):
+        inside = (scores >= low) & (scores < high)
+        if inside.any():
+            rows.append((f"{low:.1f}-{min(high, 1.0):.1f}", int(inside.sum()), float(scores[inside].mean()),
+                         float(labels[inside].mean())))
+    return rows
