@@ -21,14 +21,21 @@ APP_NAME = "moderation"
 
 
 def read_serve_config(
-    path: Path, *, host: str, port: int, redis_url: str | None = None
+    path: Path,
+    *,
+    host: str,
+    port: int,
+    redis_url: str | None = None,
+    env_vars: dict[str, str] | None = None,
 ) -> dict:
-    """serve_config.yaml with this run's address and Redis URL filled in."""
+    """serve_config.yaml with this run's address, Redis URL and replica environment filled in."""
     config = yaml.safe_load(Path(path).read_text())
     config["http_options"] = {**config.get("http_options", {}), "host": host, "port": port}
-    if redis_url:
-        for app in config["applications"]:
+    for app in config["applications"]:
+        if redis_url:
             app.setdefault("args", {})["redis_url"] = redis_url
+        runtime_env = app.setdefault("runtime_env", {})
+        runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **(env_vars or {})}
     return config
 
 

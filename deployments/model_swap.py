@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from models.registry import find_entry, load_model
+from serve_app.settings import get_settings
 
 
 class ModelSet:
@@ -24,13 +25,15 @@ class ModelSet:
     async def swapped_to(self, wanted: dict[str, str]) -> ModelSet:
         """A new set with the `wanted` versions (task -> version), loading only what changed."""
 
+        registry = get_settings().model_registry
+
         def load_changed() -> ModelSet:
             models, versions = {}, {}
             for task, version in wanted.items():
                 if self.versions.get(task) == version:
                     models[task] = self.models[task]
                 else:
-                    models[task] = load_model(find_entry(task, version))
+                    models[task] = load_model(find_entry(task, version, registry))
                 versions[task] = version
             return ModelSet(models, versions)
 

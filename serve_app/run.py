@@ -64,7 +64,17 @@ def main() -> None:
     try:
         first_key = asyncio.run(_prepare_store(settings, redis_url))
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=True)
-        deploy(read_serve_config(settings.serve_config, host=settings.host, port=settings.port, redis_url=redis_url))
+        # The replicas read the same MODERATION_* settings as this process.
+        replica_env = {k: v for k, v in os.environ.items() if k.startswith("MODERATION_")}
+        deploy(
+            read_serve_config(
+                settings.serve_config,
+                host=settings.host,
+                port=settings.port,
+                redis_url=redis_url,
+                env_vars=replica_env,
+            )
+        )
         wait_until_running()
         base_url = f"http://{settings.host}:{settings.port}"
         print(f"\nModeration service ready at {base_url}", flush=True)

@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     admin_token: str | None = None
     config_dir: Path = PROJECT_ROOT / "config"
     serve_config: Path = PROJECT_ROOT / "serve_config.yaml"
+    # The model registry the model deployments load versions from.
+    model_registry: Path = PROJECT_ROOT / "config" / "models.yaml"
     # Plan and profile of the key created on first start.
     default_plan: str = "default"
     default_profile: str = "default"

@@ -1,0 +1,99 @@
+"""`moderation-admin`: the admin API from a terminal.
+
+    moderation-admin keys create --account acme --profile default --plan default
+    moderation-admin keys revoke key_0123456789ab
+    moderation-admin plans get default
+    moderation-admin plans put gold --file gold.yaml
+    moderation-admin profiles put site-b --file site-b.yaml
+    moderation-admin reviews list --status pending
+    moderation-admin reviews decide 17 rejected
+
+The service address comes from --url or MODERATION_URL (default http://127.0.0.1:8000),
+the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
+prints the API's error and exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import httpx
+import yaml
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="moderation-admin", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=os.environ.get("MODERATION_URL", "http://127.0.0.1:8000"))
+    groups = parser.add_subparsers(dest="group", required=True)
+
+    keys = groups.add_parser("keys").add_subparsers(dest="action", required=True)
+    create = keys.add_parser("create", help="create a key; its secret is shown only now")
+    create.add_argument("--account", required=True)
+    create.add_argument("--profile", default="default")
+    create.add_argument("--plan", default="default")
+    keys.add_parser("revoke").add_argument("id")
+    keys.add_parser("get").add_argument("id")
+
+    for name in ("plans", "profiles"):
+        group = groups.add_parser(name).add_subparsers(dest="action", required=True)
+        group.add_parser("get").add_argument("name")
+        put = group.add_parser("put", help="create or replace from a YAML or JSON file")
+        put.add_argument("name")
+        put.add_argument("--file", type=Path, required=True)
+
+    reviews = groups.add_parser("reviews").add_subparsers(dest="action", required=True)
+    listing = reviews.add_parser("list")
+    listing.add_argument("--status", choices=["pending", "approved", "rejected"])
+    listing.add_argument("--account")
+    decide = reviews.add_parser("decide")
+    decide.add_argument("id", type=int)
+    decide.add_argument("status", choices=["approved", "rejected"])
+    return parser
+
+
+def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
+    """The (method, path, httpx keyword arguments) of a parsed command."""
+    group, action = args.group, args.action
+    if group == "keys":
+        if action == "create":
+            body = {"account": args.account, "profile": args.profile, "plan": args.plan}
+            return "POST", "/admin/v1/keys", {"json": body}
+        return ("DELETE" if action == "revoke" else "GET"), f"/admin/v1/keys/{args.id}", {}
+    if group in ("plans", "profiles"):
+        path = f"/admin/v1/{group}/{args.name}"
+        if action == "get":
+            return "GET", path, {}
+        return "PUT", path, {"json": yaml.safe_load(args.file.read_text())}
+    if action == "list":
+        params = {k: v for k, v in (("status", args.status), ("account", args.account)) if v}
+        return "GET", "/admin/v1/reviews", {"params": params}
+    return "POST", f"/admin/v1/reviews/{args.id}/decision", {"json": {"status": args.status}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    token = os.environ.get("MODERATION_ADMIN_TOKEN")
+    if not token:
+        print("MODERATION_ADMIN_TOKEN is not set.", file=sys.stderr)
+        return 2
+    method, path, options = _request(args)
+    try:
+        response = httpx.request(
+            method, args.url.rstrip("/") + path, headers={"Authorization": f"Bearer {token}"}, timeout=30, **options
+        )
+    except httpx.HTTPError as exc:
+        print(f"cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 1
+    if response.status_code == 204:
+        print(json.dumps({"ok": True}))
+    else:
+        print(json.dumps(response.json(), indent=2))
+    return 0 if response.is_success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
