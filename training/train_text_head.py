@@ -50,7 +50,6 @@ def main() -> None:
     train = load_insults("train") + load_multilingual("train")
     embeddings = encode([example.text for example in train])
     labels = np.array([example.label for example in train], dtype=np.float32)
-    weights = sample_weights(train, 1.0)
 
     print(f"{len(train)} training texts; {FOLDS}-fold cross-validation on the training split")
     results = {c.name: cross_validate(c, train, embeddings, labels) for c in CANDIDATES}
