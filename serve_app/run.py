@@ -36,11 +36,22 @@ async def _prepare_store(settings: Settings, redis_url: str) -> str | None:
         await redis.aclose()
 
 
-def _wait_for_stop_signal() -> None:
-    stop = threading.Event()
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM end the run wherever it is (start-up included) and go to clean-up.
+
+    Installed after ray.init(), whose own handler would otherwise abort the process.
+    """
+
+    def interrupt(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+        signal.signal(sig, interrupt)
+
+
+def _ignore_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def main() -> None:
@@ -64,6 +75,7 @@ def main() -> None:
     try:
         first_key = asyncio.run(_prepare_store(settings, redis_url))
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=True)
+        _stop_on_signals()
         # The replicas read the same MODERATION_* settings as this process.
         replica_env = {k: v for k, v in os.environ.items() if k.startswith("MODERATION_")}
         deploy(
@@ -85,14 +97,29 @@ def main() -> None:
                 f"It is shown only this once; keep it secret:\n\n    {first_key}\n",
                 flush=True,
             )
-        _wait_for_stop_signal()
+        threading.Event().wait()
+    except KeyboardInterrupt as stop:
+        log.info("received %s", stop or "SIGINT")
     finally:
+        _ignore_signals()  # a second Ctrl-C must not cut the clean-up short
         log.info("stopping")
         if ray.is_initialized():
-            serve.shutdown()
-            ray.shutdown()
+            _shutdown_serve(serve)
+            ray.shutdown()  # stops the Ray processes this run started
         if redis_server is not None:
             redis_server.stop()
+        log.info("stopped")
+
+
+def _shutdown_serve(serve, timeout_s: float = 10) -> None:
+    """serve.shutdown(), but never a hang: a signal sent to the whole process group
+    (Ctrl-C in a terminal, `kill -- -PGID`) has already stopped part of Ray, and then
+    serve.shutdown() would wait for a controller that is gone."""
+    worker = threading.Thread(target=serve.shutdown, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        log.warning("serve.shutdown() did not finish in %s s; stopping Ray directly", timeout_s)
 
 
 if __name__ == "__main__":
