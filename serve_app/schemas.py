@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from policy.types import Action, Mode, ReviewReason, ReviewStatus
 
 MAX_REFERENCE_CHARS = 4096
+RawScores = TypeVar("RawScores")
 
 
 class TextModerationRequest(BaseModel):
@@ -27,7 +30,8 @@ class TextRawScores(BaseModel):
     safe: float
 
 
-class _Result(BaseModel):
+class _Result(BaseModel, Generic[RawScores]):
+    scores: RawScores
     categories: dict[str, float]
     blocked_by: list[str]
     decision: Action
@@ -39,12 +43,12 @@ class _Result(BaseModel):
     review_id: int | None = Field(default=None, description="Only when decision is review.")
 
 
-class ImageResult(_Result):
-    scores: ImageRawScores
+class ImageResult(_Result[ImageRawScores]):
+    """Spec 2.1."""
 
 
-class TextResult(_Result):
-    scores: TextRawScores
+class TextResult(_Result[TextRawScores]):
+    """Spec 2.2, plus profile, blocked_by and review_id as for images (DESIGN.md section 3)."""
 
 
 class ReportResult(BaseModel):

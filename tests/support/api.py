@@ -22,6 +22,14 @@ from serve_app.services import Services
 from serve_app.settings import PROJECT_ROOT
 
 ADMIN_TOKEN = "test-admin-token"
+# The tests pin the default profile's thresholds so they do not move when the shipped
+# config is re-tuned from a model evaluation.
+TEST_THRESHOLDS = {
+    "nsfw": {"review": 0.4, "block": 0.8},
+    "weapon": {"enabled": False, "review": 0.5, "block": 0.85},
+    "violence": {"enabled": False, "review": 0.5, "block": 0.8},
+    "toxic": {"review": 0.5, "block": 0.8},
+}
 CONFIG_DIR = PROJECT_ROOT / "config"
 
 
@@ -69,6 +77,7 @@ class Api:
             self.put_plan(plan.name, **plan.model_dump(exclude={"name"}))
         for profile in load_profiles(CONFIG_DIR):
             self.put_profile(profile.name, **profile.model_dump(exclude={"name"}))
+        self.put_profile("default", mode="enforce", report_threshold=3, categories=TEST_THRESHOLDS)
 
     def put_plan(self, name: str, **fields) -> None:
         response = self.client.put(f"/admin/v1/plans/{name}", json=fields, headers=self.admin)
