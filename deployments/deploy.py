@@ -39,8 +39,8 @@ def read_serve_config(
     return config
 
 
-def with_model_version(config: dict, deployment: str, task: str, version: str) -> dict:
-    """A copy of `config` whose `deployment` serves `version` for `task`."""
+def with_model_version(config: dict, deployment: str, task: str, version: str | dict) -> dict:
+    """A copy of `config` whose `deployment` serves `version` (or an inline entry) for `task`."""
     changed = copy.deepcopy(config)
     for app in changed["applications"]:
         for entry in app.get("deployments", []):

@@ -10,8 +10,9 @@ import asyncio
 
 from ray import serve
 
-from deployments.model_swap import ModelSet, wanted_versions
+from deployments.model_swap import ModelSet, wanted_entries
 from deployments.threads import limit_compute_threads
+from serve_app.settings import get_settings
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
 
 TASKS = ("image.nsfw", "image.weapon", "image.violence")
@@ -26,7 +27,9 @@ class ImageModel:
         self._categories: frozenset[str] = frozenset()
 
     async def reconfigure(self, user_config: dict) -> None:
-        models = await self._models.swapped_to(wanted_versions(user_config, TASKS))
+        models = await self._models.swapped_to(
+            wanted_entries(user_config, TASKS, get_settings().model_registry)
+        )
         scorer = ImageScorer(
             models={_category(task): model for task, model in models.models.items()},
             versions={_category(task): version for task, version in models.versions.items()},

@@ -1,52 +1,62 @@
 """Load-then-swap of model versions, shared by the model deployments (no Ray here).
 
-`reconfigure()` of a deployment hands its `user_config` here. Models whose version did
-not change are reused; new ones load in a worker thread while the old set keeps
-serving; only a fully loaded set replaces the old one. A failed load leaves the old
-set in place and raises, so Serve reports the bad config.
+`reconfigure()` of a deployment hands its `user_config` here. Each task names either a
+version of the model registry (`text.toxic: usem3-...`) or a whole registry entry inline
+(`text.toxic: {version: ..., loader: ..., weights: ..., options: ...}`), so a new model
+can be deployed by editing serve_config.yaml alone. Models whose entry did not change
+are reused; new ones load in a worker thread while the old set keeps serving; only a
+fully loaded set replaces the old one. A failed load leaves the old set in place and
+raises, so Serve reports the bad config.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
-from models.registry import find_entry, load_model
-from serve_app.settings import get_settings
+from models.registry import ModelEntry, find_entry, load_model, validate_entry
+
+REQUIRED_TASKS = ("image.nsfw", "text.toxic")
 
 
 class ModelSet:
-    """The models of one deployment, by task, with the version each one reports."""
+    """The models of one deployment, by task, with the registry entry each one came from."""
 
-    def __init__(self, models: dict[str, Any] | None = None, versions: dict[str, str] | None = None):
+    def __init__(self, models: dict[str, Any] | None = None, entries: dict[str, ModelEntry] | None = None):
         self.models = models or {}
-        self.versions = versions or {}
+        self.entries = entries or {}
 
-    async def swapped_to(self, wanted: dict[str, str]) -> ModelSet:
-        """A new set with the `wanted` versions (task -> version), loading only what changed."""
+    @property
+    def versions(self) -> dict[str, str]:
+        return {task: entry.version for task, entry in self.entries.items()}
 
-        registry = get_settings().model_registry
+    async def swapped_to(self, wanted: dict[str, ModelEntry]) -> ModelSet:
+        """A new set serving the `wanted` entries, loading only what changed."""
 
         def load_changed() -> ModelSet:
-            models, versions = {}, {}
-            for task, version in wanted.items():
-                if self.versions.get(task) == version:
-                    models[task] = self.models[task]
-                else:
-                    models[task] = load_model(find_entry(task, version, registry))
-                versions[task] = version
-            return ModelSet(models, versions)
+            models = {
+                task: self.models[task] if self.entries.get(task) == entry else load_model(entry)
+                for task, entry in wanted.items()
+            }
+            return ModelSet(models, dict(wanted))
 
         return await asyncio.to_thread(load_changed)
 
 
-def wanted_versions(user_config: dict, tasks: tuple[str, ...]) -> dict[str, str]:
-    """The task -> version map of a deployment's `user_config: {models: {...}}`."""
-    versions = dict((user_config or {}).get("models", {}))
-    unknown = set(versions) - set(tasks)
+def wanted_entries(user_config: dict, tasks: tuple[str, ...], registry: Path) -> dict[str, ModelEntry]:
+    """The task -> registry entry map of a deployment's `user_config: {models: {...}}`."""
+    wanted = dict((user_config or {}).get("models", {}))
+    unknown = set(wanted) - set(tasks)
     if unknown:
         raise ValueError(f"this deployment serves {', '.join(tasks)}; unknown tasks {sorted(unknown)}")
-    missing = [task for task in tasks if task not in versions and task.endswith(("nsfw", "toxic"))]
+    missing = [task for task in tasks if task in REQUIRED_TASKS and task not in wanted]
     if missing:
         raise ValueError(f"user_config.models must name a version for {missing}")
-    return versions
+    entries = {}
+    for task, choice in wanted.items():
+        if isinstance(choice, dict):
+            entries[task] = validate_entry(ModelEntry(task=task, **choice))
+        else:
+            entries[task] = find_entry(task, str(choice), registry)
+    return entries

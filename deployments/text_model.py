@@ -6,8 +6,9 @@ import asyncio
 
 from ray import serve
 
-from deployments.model_swap import ModelSet, wanted_versions
+from deployments.model_swap import ModelSet, wanted_entries
 from deployments.threads import limit_compute_threads
+from serve_app.settings import get_settings
 from serve_app.backends import TextScores
 
 TASKS = ("text.toxic",)
@@ -20,7 +21,9 @@ class TextModel:
         self._models = ModelSet()
 
     async def reconfigure(self, user_config: dict) -> None:
-        self._models = await self._models.swapped_to(wanted_versions(user_config, TASKS))
+        self._models = await self._models.swapped_to(
+            wanted_entries(user_config, TASKS, get_settings().model_registry)
+        )
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)
     async def score(self, texts: list[str]) -> list[TextScores]:

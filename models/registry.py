@@ -49,15 +49,17 @@ class ModelEntry:
         return str(path if path.is_absolute() else REPO_ROOT / path)
 
 
+def validate_entry(entry: ModelEntry, source: str = "model entry") -> ModelEntry:
+    if entry.task not in TASKS:
+        raise ValueError(f"{source}: unknown task {entry.task!r} (known: {', '.join(TASKS)})")
+    if entry.loader not in LOADERS:
+        raise ValueError(f"{source}: unknown loader {entry.loader!r} (known: {', '.join(LOADERS)})")
+    return entry
+
+
 def read_registry(path: Path = DEFAULT_REGISTRY) -> list[ModelEntry]:
     raw = yaml.safe_load(Path(path).read_text()) or {}
-    entries = [ModelEntry(**item) for item in raw.get("models", [])]
-    for entry in entries:
-        if entry.task not in TASKS:
-            raise ValueError(f"{path}: unknown task {entry.task!r} (known: {', '.join(TASKS)})")
-        if entry.loader not in LOADERS:
-            raise ValueError(f"{path}: unknown loader {entry.loader!r} (known: {', '.join(LOADERS)})")
-    return entries
+    return [validate_entry(ModelEntry(**item), str(path)) for item in raw.get("models", [])]
 
 
 def find_entry(task: str, version: str, path: Path = DEFAULT_REGISTRY) -> ModelEntry:

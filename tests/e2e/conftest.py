@@ -13,7 +13,6 @@ import time
 
 import httpx
 import pytest
-import yaml
 from support.tiny_models import tiny_bert
 
 from serve_app.embedded_redis import EmbeddedRedis
@@ -29,21 +28,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def registry_with_tiny_text_model(directory) -> str:
-    """The committed registry plus one tiny local HF text model, the target of the swap test."""
-    registry = yaml.safe_load((PROJECT_ROOT / "config" / "models.yaml").read_text())
-    registry["models"].append(
-        {
-            "task": "text.toxic",
-            "version": SWAP_VERSION,
-            "loader": "transformers_text",
-            "weights": str(tiny_bert(directory / "tiny-bert")),
-            "options": {"labels": {"toxic": ["toxic"]}},
-        }
-    )
-    path = directory / "models.yaml"
-    path.write_text(yaml.safe_dump(registry))
-    return str(path)
 
 
 @pytest.fixture(scope="session")
@@ -64,10 +48,7 @@ def serve_graph(tmp_path_factory):
         host="127.0.0.1",
         port=port,
         redis_url=redis_url,
-        env_vars={
-            "MODERATION_ADMIN_TOKEN": ADMIN_TOKEN,
-            "MODERATION_MODEL_REGISTRY": registry_with_tiny_text_model(workdir),
-        },
+        env_vars={"MODERATION_ADMIN_TOKEN": ADMIN_TOKEN},
     )
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
@@ -75,7 +56,7 @@ def serve_graph(tmp_path_factory):
         wait_until_running(timeout_s=600)
         base_url = f"http://127.0.0.1:{port}"
         _wait_for_health(base_url)
-        yield {"base_url": base_url, "config": config, "redis_url": redis_url}
+        yield {"base_url": base_url, "config": config, "redis_url": redis_url, "workdir": workdir}
     finally:
         serve.shutdown()
         ray.shutdown()
@@ -101,8 +82,14 @@ def client(serve_graph):
 
 
 @pytest.fixture(scope="session")
-def swap_version() -> str:
-    return SWAP_VERSION
+def swap_entry(serve_graph) -> dict:
+    """A tiny local Hugging Face text model as an inline registry entry: the swap target."""
+    return {
+        "version": SWAP_VERSION,
+        "loader": "transformers_text",
+        "weights": str(tiny_bert(serve_graph["workdir"] / "tiny-bert")),
+        "options": {"labels": {"toxic": ["toxic"]}},
+    }
 
 
 @pytest.fixture(scope="session")

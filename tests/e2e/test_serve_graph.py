@@ -80,11 +80,17 @@ def test_concurrent_requests_are_all_answered(client, new_key):
     assert statuses == [200] * 24
 
 
-def test_model_swap_under_a_stream_of_requests_drops_nothing(client, new_key, serve_graph, swap_version):
-    """Re-deploying a new text version calls reconfigure(); every request in flight succeeds."""
+def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin, new_key, serve_graph, swap_entry):
+    """Re-deploying a new text version calls reconfigure(); every request in flight succeeds.
+
+    The new version is a local Hugging Face directory given inline in serve_config's
+    user_config: the one-file change an ML engineer makes.
+    """
     from deployments.deploy import deploy, with_model_version
 
-    headers = new_key(account="swapper")
+    unthrottled = {"scope": "both", "monthly_quota": 1_000_000, "rate_per_second": 10_000, "burst": 10_000}
+    assert client.put("/admin/v1/plans/unthrottled", json=unthrottled, headers=admin).status_code == 200
+    headers = new_key(account="swapper", plan="unthrottled")
     old_version = client.post("/v1/moderate-text", headers=headers, json={"text": "hi"}).json()["model_version"]
     seen: list[tuple[int, str | None]] = []
     stop = threading.Event()
@@ -98,9 +104,9 @@ def test_model_swap_under_a_stream_of_requests_drops_nothing(client, new_key, se
     for sender in senders:
         sender.start()
     try:
-        deploy(with_model_version(serve_graph["config"], "TextModel", "text.toxic", swap_version))
+        deploy(with_model_version(serve_graph["config"], "TextModel", "text.toxic", swap_entry))
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not any(v == swap_version for _, v in seen[-5:]):
+        while time.monotonic() < deadline and not any(v == swap_entry["version"] for _, v in seen[-5:]):
             time.sleep(0.2)
         time.sleep(1)  # keep the stream going past the swap
     finally:
@@ -112,5 +118,5 @@ def test_model_swap_under_a_stream_of_requests_drops_nothing(client, new_key, se
     assert [s for s, _ in seen if s != 200] == []
     versions = [v for _, v in seen]
     assert versions[0] == old_version
-    assert versions[-1] == swap_version
-    assert client.get("/healthz").json()["models"]["text.toxic"] == swap_version
+    assert versions[-1] == swap_entry["version"]
+    assert client.get("/healthz").json()["models"]["text.toxic"] == swap_entry["version"]
