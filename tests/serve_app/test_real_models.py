@@ -1,0 +1,71 @@
+"""The app with the real models in-process (serve_app/local_backends.py): real scores through HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from PIL import Image
+from skimage import data as photos
+from support.api import ADMIN_TOKEN, Api
+
+from serve_app.app import create_app
+from serve_app.local_backends import LocalBackends
+from serve_app.services import Services
+from serve_app.settings import PROJECT_ROOT
+
+
+@pytest.fixture(scope="module")
+def real_backends() -> LocalBackends:
+    config = yaml.safe_load((PROJECT_ROOT / "serve_config.yaml").read_text())
+    deployments = {d["name"]: d for d in config["applications"][0]["deployments"]}
+    image_versions = deployments["ImageModel"]["user_config"]["models"]
+    text_version = deployments["TextModel"]["user_config"]["models"]["text.toxic"]
+    return LocalBackends(image_versions, text_version)
+
+
+@pytest.fixture
+def real_api(redis_url, real_backends):
+    services = Services.connect(redis_url, real_backends, admin_token=ADMIN_TOKEN)
+    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+        api = Api(client, real_backends)
+        api.seed()
+        yield api
+
+
+def encode(pixels, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("photo", ["astronaut", "coffee", "chelsea", "rocket"])
+def test_harmless_photos_are_allowed_on_every_category(real_api, photo):
+    headers = real_api.new_key(profile="strict")
+    body = real_api.moderate(headers, encode(getattr(photos, photo)(), "PNG")).json()
+    assert body["decision"] == "allow", body
+    assert set(body["categories"]) == {"nsfw", "weapon", "violence"}
+
+
+def test_animated_gif_is_scored_on_its_frames(real_api):
+    frames = [Image.fromarray(photos.coffee()), Image.fromarray(photos.chelsea()), Image.new("RGB", (64, 64), "white")]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=100)
+    body = real_api.moderate(real_api.new_key(), buffer.getvalue()).json()
+    assert body["decision"] == "allow" and 0 <= body["scores"]["nsfw"] < 0.3
+
+
+def test_multilingual_insults_score_above_benign_text(real_api):
+    headers = real_api.new_key()
+    insults = ["Du bist ein erbärmlicher Idiot.", "Sei un idiota e tutti ti odiano.", "Ты жалкий идиот."]
+    benign = ["Das Essen war wirklich lecker.", "Grazie per l'aiuto di ieri!", "Спасибо за помощь."]
+    score = lambda text: real_api.moderate_text(headers, text).json()["scores"]["unsafe"]
+    assert min(score(t) for t in insults) > max(score(t) for t in benign)
+
+
+def test_text_result_names_the_served_text_model(real_api, real_backends):
+    body = real_api.moderate_text(real_api.new_key(), "hello there").json()
+    assert body["model_version"] == asyncio.run(real_backends.model_versions())["text.toxic"]
