@@ -1,0 +1,76 @@
+"""The whole graph on this machine, for the end-to-end tests and the benchmarks.
+
+An embedded redis-server, a local Ray instance and serve_config.yaml deployed on a free
+loopback port; everything is stopped on exit with serve.shutdown() and ray.shutdown()
+(never `ray stop`, which would hit other Ray work on the machine).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from serve_app.embedded_redis import EmbeddedRedis
+from serve_app.settings import PROJECT_ROOT
+
+
+@dataclass(frozen=True)
+class LocalGraph:
+    base_url: str
+    config: dict
+    redis_url: str
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def local_graph(
+    workdir: Path, *, env_vars: dict[str, str] | None = None, num_cpus: int = 2, timeout_s: float = 600
+) -> Iterator[LocalGraph]:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+    from ray import serve
+
+    from deployments.deploy import deploy, read_serve_config, wait_until_running
+
+    redis_server = EmbeddedRedis(Path(workdir) / "redis")
+    redis_url = redis_server.start()
+    port = free_port()
+    config = read_serve_config(
+        PROJECT_ROOT / "serve_config.yaml", host="127.0.0.1", port=port, redis_url=redis_url, env_vars=env_vars
+    )
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        deploy(config)
+        wait_until_running(timeout_s=timeout_s)
+        base_url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(base_url)
+        yield LocalGraph(base_url=base_url, config=config, redis_url=redis_url)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        redis_server.stop()
+
+
+def wait_until_healthy(base_url: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{base_url} never became healthy")
