@@ -6,10 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
+import yaml
 
-from models.text_toxicity import WINDOW_CHARS, TextToxicityModel, split_windows
+from models.text_toxicity import DEFAULT_WEIGHTS, WINDOW_CHARS, TextToxicityModel, split_windows
 
-MODEL_CARD = Path(__file__).resolve().parents[2] / "models" / "weights" / "text" / "model-card.md"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MODEL_CARD = REPO_ROOT / "models" / "weights" / "text" / "model-card.md"
 
 
 def _card_value(pattern: str) -> str:
@@ -38,11 +41,9 @@ HARD_BENIGN = [
     "Five people were killed when a gunman opened fire at a shopping centre, police said.",
     "In the game you sneak behind the guard and stab him to take his keys.",
     "Calling people slurs because of their religion is wrong and we removed those comments.",
-    # Known misses of model usem3-linear-ml4-bd08e414a784 (scores 0.2-0.3, above review): kept visible, not dropped.
-    pytest.param("The biopsy showed a tumour in the patient's testicle.",
-                 marks=pytest.mark.xfail(strict=True, reason="anatomy words read as sexual; known weakness")),
-    pytest.param("Quel film de merde, j'ai failli m'endormir.",
-                 marks=pytest.mark.xfail(strict=True, reason="profane opinion about a film; known weakness")),
+    # Misses of version 1 (usem3-linear-ml4-bd08e414a784), fixed by the second batch of training data.
+    "The biopsy showed a tumour in the patient's testicle.",
+    "Quel film de merde, j'ai failli m'endormir.",
     "Die Polizei meldet drei Tote nach einer Messerattacke in der Innenstadt.",
     "Esta serie es una basura, no entiendo por qué tiene tan buenas críticas.",
     "Врач сказал, что у меня воспаление мочевого пузыря.",
@@ -97,6 +98,31 @@ def test_batched_scores_equal_one_by_one(model):
 
 def test_model_version_matches_the_model_card(model):
     assert _card_value(r"\*\*model_version:\*\* `([^`]+)`") == model.model_version
+
+
+def _served_text_version() -> str:
+    config = yaml.safe_load((REPO_ROOT / "serve_config.yaml").read_text(encoding="utf-8"))
+    deployments = [d for app in config["applications"] for d in app.get("deployments", [])]
+    (text_model,) = [d for d in deployments if d["name"] == "TextModel"]
+    return text_model["user_config"]["models"]["text.toxic"]
+
+
+def test_served_version_is_the_committed_and_evaluated_head():
+    checkpoint = torch.load(DEFAULT_WEIGHTS, map_location="cpu", weights_only=True)
+    card_version = _card_value(r"\*\*model_version:\*\* `([^`]+)`")
+    assert _served_text_version() == checkpoint["model_version"] == card_version
+
+
+def test_registry_lists_the_served_text_version():
+    registry = yaml.safe_load((REPO_ROOT / "config" / "models.yaml").read_text(encoding="utf-8"))
+    versions = [m["version"] for m in registry["models"] if m["task"] == "text.toxic"]
+    assert _served_text_version() in versions
+
+
+@pytest.mark.parametrize("profile", ["default", "monitor"])
+def test_default_profiles_use_the_thresholds_of_the_model_card(profile):
+    profiles = yaml.safe_load((REPO_ROOT / "config" / "profiles.yaml").read_text(encoding="utf-8"))
+    assert profiles[profile]["categories"]["toxic"] == {"review": REVIEW, "block": BLOCK}
 
 
 def test_windows_cover_the_whole_text_and_respect_the_limit():
