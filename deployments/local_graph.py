@@ -51,16 +51,17 @@ def local_graph(
     config = read_serve_config(
         PROJECT_ROOT / "serve_config.yaml", host="127.0.0.1", port=port, redis_url=redis_url, env_vars=env_vars
     )
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
     try:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         deploy(config)
         wait_until_running(timeout_s=timeout_s)
         base_url = f"http://127.0.0.1:{port}"
         wait_until_healthy(base_url)
         yield LocalGraph(base_url=base_url, config=config, redis_url=redis_url)
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        if ray.is_initialized():
+            serve.shutdown()
+            ray.shutdown()
         redis_server.stop()
 
 
