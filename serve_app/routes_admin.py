@@ -7,10 +7,10 @@ request of every replica, because every request reads them from Redis.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel, ConfigDict
+from fastapi import APIRouter, Depends, Path, Request, Response
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
@@ -20,11 +20,15 @@ from serve_app.auth import require_admin, services
 router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
 
 
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+
+
 class KeyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    account: str
-    profile: str
-    plan: str
+    account: Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+    profile: Name
+    plan: Name
 
 
 class CreatedKey(BaseModel):
@@ -45,7 +49,7 @@ class ReviewList(BaseModel):
 
 
 @router.put("/plans/{name}", response_model=Plan)
-async def put_plan(name: str, plan: Plan, request: Request) -> Plan:
+async def put_plan(name: Annotated[str, Path(pattern=NAME_PATTERN)], plan: Plan, request: Request) -> Plan:
     plan = plan.model_copy(update={"name": name})
     await services(request).config.put_plan(plan)
     return plan
@@ -60,7 +64,7 @@ async def get_plan(name: str, request: Request) -> Plan:
 
 
 @router.put("/profiles/{name}", response_model=Profile)
-async def put_profile(name: str, profile: Profile, request: Request) -> Profile:
+async def put_profile(name: Annotated[str, Path(pattern=NAME_PATTERN)], profile: Profile, request: Request) -> Profile:
     profile = profile.model_copy(update={"name": name})
     await services(request).config.put_profile(profile)
     return profile

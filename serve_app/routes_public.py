@@ -210,7 +210,7 @@ async def _read_body(request: Request, max_bytes: int, too_large: errors.ApiErro
 def _parse_text_request(body: bytes) -> TextModerationRequest:
     try:
         raw = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested arrays or objects
         raise errors.InvalidRequest("The body must be JSON: {\"text\": \"...\"}.") from None
     if not isinstance(raw, dict):
         raise errors.InvalidRequest("The body must be a JSON object.")

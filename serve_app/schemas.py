@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policy.types import Action, Mode, ReviewReason, ReviewStatus
 
@@ -18,6 +18,17 @@ class TextModerationRequest(BaseModel):
     text: str
     reference: str | None = Field(default=None, max_length=MAX_REFERENCE_CHARS)
     image_url: str | None = Field(default=None, max_length=MAX_REFERENCE_CHARS)
+
+    @field_validator("text", "reference", "image_url")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        # JSON can carry lone surrogates ("\ud800"), which no encoder, model or store accepts.
+        if value is not None:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("must be valid Unicode (no lone surrogates)") from None
+        return value
 
 
 class ImageRawScores(BaseModel):
