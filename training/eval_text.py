@@ -22,6 +22,7 @@ from training.text_data import REPO_ROOT, load_insults, load_multilingual
 
 MODEL_CARD = DEFAULT_WEIGHTS.parent / "model-card.md"
 DOCS_PAGE = REPO_ROOT / "docs" / "text-model.md"
+README = REPO_ROOT / "README.md"
 LANGUAGES = ("en", "es", "fr", "de", "pt", "it", "ru", "tr")
 # Targets of the issue, for the card's verdict: overall multilingual held-out AUC and the lowest language's AUC.
 TARGET_OVERALL_AUC = 0.93
@@ -57,7 +58,7 @@ def main() -> None:
     MODEL_CARD.write_text(card, encoding="utf-8")
     _update_docs_table(f"model_version `{model.model_version}`; default thresholds review {review:.3f}, "
                        f"block {block:.3f} (chosen on out-of-fold training scores).\n\n{verdict}\n\n{report}")
-    print(f"\nwrote {MODEL_CARD.relative_to(REPO_ROOT)} and the table in {DOCS_PAGE.relative_to(REPO_ROOT)}")
+    print(f"\nwrote {MODEL_CARD.relative_to(REPO_ROOT)} and the table in {DOCS_PAGE.relative_to(REPO_ROOT)} and README.md")
 
 
 def _checkpoint() -> dict:
@@ -184,7 +185,9 @@ Chosen by `training/train_text_head.py` on the chosen candidate's **out-of-fold*
 
 - **block = {block:.3f}:** the lowest score at which out-of-fold precision reaches
   {training['block_precision']:.0%}.
-- **review = {review:.3f}:** the highest score at which out-of-fold recall is still {training['review_recall']:.0%}.
+- **review = {review:.3f}:** the lowest score that flags at most
+  {training['review_max_false_positive_rate']:.0%} of the benign out-of-fold texts (a rate that, unlike precision,
+  does not depend on the share of toxic texts in a set; it keeps the review queue worth reading).
 
 The held-out split plays no part in them; the figures above at these thresholds are therefore honest estimates, not
 fitted ones. Caveat: the served head is retrained on all training rows, so it is slightly more confident than the
@@ -206,11 +209,12 @@ over-states toxicity where toxic text is rare. Use the scores for ranking and wi
 
 
 def _update_docs_table(table: str) -> None:
-    if not DOCS_PAGE.exists():
-        return
-    page = DOCS_PAGE.read_text(encoding="utf-8")
+    """Rewrite the table between the eval-text markers of the docs page and of the README."""
     pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.S)
-    DOCS_PAGE.write_text(pattern.sub(lambda _: f"{TABLE_START}\n{table}\n{TABLE_END}", page), encoding="utf-8")
+    for page in (DOCS_PAGE, README):
+        if page.exists():
+            text = page.read_text(encoding="utf-8")
+            page.write_text(pattern.sub(lambda _: f"{TABLE_START}\n{table}\n{TABLE_END}", text), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -39,12 +39,17 @@ def threshold_for_precision(labels, scores, target: float) -> float:
     return 1.0
 
 
-def threshold_for_recall(labels, scores, target: float) -> float:
-    """Highest threshold whose recall still reaches `target` (so as few benign texts as possible are flagged)."""
-    for threshold in np.unique(scores)[::-1]:
-        if precision_recall(labels, scores, threshold)[1] >= target:
+def threshold_for_false_positive_rate(labels, scores, max_rate: float) -> float:
+    """Lowest threshold that flags at most `max_rate` of the benign texts (labels == 0).
+
+    Unlike precision, this does not depend on how many toxic texts a set happens to hold.
+    """
+    labels, scores = np.asarray(labels), np.asarray(scores)
+    benign = np.sort(scores[labels == 0])
+    for threshold in np.unique(scores):
+        if np.mean(benign >= threshold) <= max_rate:
             return float(threshold)
-    return 0.0
+    return 1.0
 
 
 def calibration_bins(labels, scores, edges=(0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)) -> list[tuple[str, int, float, float]]:

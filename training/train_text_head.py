@@ -28,13 +28,16 @@ import torch
 
 from models.text_toxicity import DEFAULT_WEIGHTS, HeadSpec, lexicon_features
 from training import eval_text
-from training.metrics import roc_auc, threshold_for_precision, threshold_for_recall
+from training.metrics import roc_auc, threshold_for_false_positive_rate, threshold_for_precision
 from training.text_data import REPO_ROOT, Example, load_insults, load_multilingual
 
 SEED = 0
 FOLDS = 5
 BLOCK_PRECISION = 0.95
-REVIEW_RECALL = 0.95
+# Review flags at most one benign text in ten. A 95%-recall rule flagged 42% of neutral held-out texts, and a
+# precision rule depends on the share of toxic texts in the set (55% here, a few % in real traffic): both gave
+# a review queue of mostly harmless chat, which moderators stop reading.
+REVIEW_MAX_FALSE_POSITIVE_RATE = 0.10
 EMBEDDING_CACHE = REPO_ROOT / ".build" / "text-embeddings"
 
 
@@ -138,12 +141,13 @@ def cross_validate(candidate: Candidate, train, x, labels, folds) -> np.ndarray:
 
 
 def choose_thresholds(labels, scores) -> dict[str, float]:
-    """block: lowest score reaching BLOCK_PRECISION; review: highest score keeping REVIEW_RECALL (never above block).
+    """block: lowest score reaching BLOCK_PRECISION; review: lowest score that flags at most
+    REVIEW_MAX_FALSE_POSITIVE_RATE of the benign texts (never above block).
 
     Rounded to 3 decimals, the precision config/profiles.yaml carries.
     """
     block = round(threshold_for_precision(labels, scores, BLOCK_PRECISION), 3)
-    review = round(min(threshold_for_recall(labels, scores, REVIEW_RECALL), block), 3)
+    review = round(min(threshold_for_false_positive_rate(labels, scores, REVIEW_MAX_FALSE_POSITIVE_RATE), block), 3)
     return {"review": review, "block": block}
 
 
@@ -183,7 +187,7 @@ def save(head: torch.nn.Module, candidate: Candidate, results, thresholds: dict[
                 "training": {"candidate": candidate.name, "weight_decay": candidate.weight_decay,
                              "epochs": candidate.epochs, "learning_rate": candidate.learning_rate,
                              "multilingual_weight": candidate.multilingual_weight, "seed": SEED,
-                             "block_precision": BLOCK_PRECISION, "review_recall": REVIEW_RECALL,
+                             "block_precision": BLOCK_PRECISION, "review_max_false_positive_rate": REVIEW_MAX_FALSE_POSITIVE_RATE,
                              "cv_auc": {name: list(auc) for name, auc in results.items()}}},
                DEFAULT_WEIGHTS)
     print(f"wrote {DEFAULT_WEIGHTS} ({version})")
