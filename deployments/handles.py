@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ray.serve.handle import DeploymentHandle
 
 from models.image_scoring import ImageRequest, ImageScores
@@ -26,7 +28,9 @@ class ServeBackends:
         return await self._policy.decide.remote(scores, profile, kind, threshold)
 
     async def model_versions(self) -> dict[str, str]:
-        image = await self._image.model_versions.remote()
-        text = await self._text.model_versions.remote()
-        await self._policy.model_versions.remote()
+        image, text, _ = await asyncio.gather(
+            self._image.model_versions.remote(),
+            self._text.model_versions.remote(),
+            self._policy.model_versions.remote(),
+        )
         return {**image, **text}

@@ -37,7 +37,7 @@ class ImageModel:
         # One assignment: a batch in flight keeps the scorer it started with.
         self._models, self._scorer, self._categories = models, scorer, frozenset(scorer_categories(models))
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.001)
     async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
         scorer, available = self._scorer, self._categories
         # A category the profile enables but this deployment does not serve is left out.

@@ -25,7 +25,7 @@ class TextModel:
             wanted_entries(user_config, TASKS, get_settings().model_registry)
         )
 
-    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.001)
     async def score(self, texts: list[str]) -> list[TextScores]:
         models = self._models  # a swap mid-batch must not mix versions
         results = await asyncio.to_thread(models.models["text.toxic"].predict, texts)
