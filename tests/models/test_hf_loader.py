@@ -9,7 +9,6 @@ import torch
 import yaml
 from PIL import Image
 from transformers import (
-    BertConfig,
     BertForSequenceClassification,
     BertTokenizer,
     ViTConfig,
@@ -17,7 +16,7 @@ from transformers import (
     ViTImageProcessorPil,
 )
 
-from support.tiny_models import SPECIAL_TOKENS, TINY, WINDOW, WORDS, tiny_bert
+from support.tiny_models import SPECIAL_TOKENS, TINY, WINDOW, tiny_bert
 
 from models.hf_loader import TransformersImageModel, TransformersTextModel
 from models.registry import UnknownModel, find_entry, load_model

@@ -15,10 +15,8 @@ from PIL import Image
 
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import decide
-from serve_app.app import create_app
 from serve_app.backends import TextScores
 from serve_app.seed_config import load_plans, load_profiles
-from serve_app.services import Services
 from serve_app.settings import PROJECT_ROOT
 
 ADMIN_TOKEN = "test-admin-token"
