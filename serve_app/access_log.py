@@ -13,9 +13,11 @@ log = logging.getLogger("moderation.access")
 
 
 class AccessLogMiddleware:
-    """Gives each request an id (echoed as X-Request-ID) and logs what the handlers noted.
+    """Gives each request an id (answered as X-Request-ID) and logs what the handlers noted.
 
-    Handlers add metadata to `request.state.log_fields` (sizes, format, scores, decision).
+    Behind Ray Serve the proxy has already set `x-request-id` on the request and answers it
+    itself; the log then uses the same id, and no second header is added. Handlers add
+    metadata to `request.state.log_fields` (sizes, format, scores, decision).
     """
 
     def __init__(self, app: ASGIApp):
@@ -25,7 +27,8 @@ class AccessLogMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = uuid.uuid4().hex[:16]
+        given = dict(scope["headers"]).get(b"x-request-id")
+        request_id = given.decode("latin-1") if given else uuid.uuid4().hex[:16]
         fields: dict = {}
         state = scope.setdefault("state", {})
         state["log_fields"] = fields
@@ -36,7 +39,8 @@ class AccessLogMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
+                if not given:
+                    message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
             await send(message)
 
         try:

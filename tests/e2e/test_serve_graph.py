@@ -37,6 +37,7 @@ def test_a_real_photo_is_scored_and_allowed(client, new_key):
     assert body["scores"]["nsfw"] < 0.3
     assert body["scores"]["nsfw"] + body["scores"]["safe"] == pytest.approx(1, abs=1e-4)
     assert (body["decision"], body["profile"], body["model_version"]) == ("allow", "default", "nsfw=open-nsfw-1.0")
+    assert len(response.headers.get_list("x-request-id")) == 1
 
 
 def test_beta_categories_are_scored_when_the_profile_enables_them(client, new_key):
