@@ -15,6 +15,10 @@ from deployments.threads import limit_compute_threads
 from serve_app.settings import get_settings
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
 
+# serve_config.yaml keeps max_ongoing_requests at or above the batch size, or batches are capped.
+MAX_BATCH_SIZE = 8
+# Short: under load batches fill from the queue anyway; an idle request should not wait.
+BATCH_WAIT_S = 0.001
 TASKS = ("image.nsfw", "image.weapon", "image.violence")
 
 
@@ -37,7 +41,7 @@ class ImageModel:
         # One assignment: a batch in flight keeps the scorer it started with.
         self._models, self._scorer, self._categories = models, scorer, frozenset(scorer_categories(models))
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.001)
+    @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
         scorer, available = self._scorer, self._categories
         # A category the profile enables but this deployment does not serve is left out.

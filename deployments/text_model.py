@@ -11,6 +11,10 @@ from deployments.threads import limit_compute_threads
 from serve_app.settings import get_settings
 from serve_app.backends import TextScores
 
+# serve_config.yaml keeps max_ongoing_requests at or above the batch size, or batches are capped.
+MAX_BATCH_SIZE = 16
+# Short: under load batches fill from the queue anyway; an idle request should not wait.
+BATCH_WAIT_S = 0.001
 TASKS = ("text.toxic",)
 
 
@@ -25,7 +29,7 @@ class TextModel:
             wanted_entries(user_config, TASKS, get_settings().model_registry)
         )
 
-    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.001)
+    @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def score(self, texts: list[str]) -> list[TextScores]:
         models = self._models  # a swap mid-batch must not mix versions
         results = await asyncio.to_thread(models.models["text.toxic"].predict, texts)

@@ -1,0 +1,35 @@
+"""serve_config.yaml's resource rules: the graph fits on 2 cores; batches are not capped."""
+
+from __future__ import annotations
+
+import yaml
+
+from deployments import image_model, text_model
+from serve_app.settings import PROJECT_ROOT
+
+MACHINE_CPUS = 2
+
+
+def deployments() -> dict[str, dict]:
+    config = yaml.safe_load((PROJECT_ROOT / "serve_config.yaml").read_text())
+    return {entry["name"]: entry for entry in config["applications"][0]["deployments"]}
+
+
+def test_the_whole_graph_fits_on_two_cores_at_max_replicas():
+    total = 0.0
+    for entry in deployments().values():
+        replicas = entry.get("autoscaling_config", {}).get("max_replicas", entry.get("num_replicas", 1))
+        total += replicas * entry["ray_actor_options"]["num_cpus"]
+    assert total <= MACHINE_CPUS
+
+
+def test_max_ongoing_requests_is_not_below_the_batch_size():
+    graph = deployments()
+    assert graph["ImageModel"]["max_ongoing_requests"] >= image_model.MAX_BATCH_SIZE >= 8
+    assert graph["TextModel"]["max_ongoing_requests"] >= text_model.MAX_BATCH_SIZE >= 8
+
+
+def test_model_deployments_autoscale():
+    for name in ("ImageModel", "TextModel"):
+        scaling = deployments()[name]["autoscaling_config"]
+        assert scaling["max_replicas"] > scaling["min_replicas"] >= 1
