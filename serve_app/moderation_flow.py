@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from policy.decisions import Decision
 from policy.types import ContentKind
@@ -24,6 +24,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Moderated:
+    scores: dict[str, float]
+    model_version: str
     decision: Decision
     review_id: int | None
 
@@ -74,7 +76,30 @@ class ChargedRequest:
                 log.warning("could not give back a quota unit of %s", self.caller.account)
 
 
-async def decide_and_queue(
+async def moderate(
+    svc: Services,
+    caller: Caller,
+    *,
+    kind: ContentKind,
+    score: Callable[[], Awaitable[Any]],
+    threshold: float | None,
+    reference: str | None,
+    image_url: str | None,
+) -> tuple[Any, Moderated]:
+    """Charge a unit, run `score()` (a model call returning `.categories` and `.model_version`), decide, queue.
+
+    Returns the model's own result too (the image result needs its `safe` score).
+    """
+    async with ChargedRequest(svc, caller):
+        scored = await score_with_model(svc, score())
+        outcome = await _decide_and_queue(
+            svc, caller, kind=kind, scores=scored.categories, model_version=scored.model_version,
+            threshold=threshold, reference=reference, image_url=image_url,
+        )
+    return scored, outcome
+
+
+async def _decide_and_queue(
     svc: Services,
     caller: Caller,
     *,
@@ -104,4 +129,4 @@ async def decide_and_queue(
             model_version=model_version,
         )
         review_id = item.id
-    return Moderated(decision=decision, review_id=review_id)
+    return Moderated(scores=scores, model_version=model_version, decision=decision, review_id=review_id)

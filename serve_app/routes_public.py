@@ -12,12 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from serve_app import errors
 from serve_app.auth import Caller, authenticated_caller, services
 from serve_app.form_reader import PartTooLarge, read_form
-from serve_app.moderation_flow import (
-    ChargedRequest,
-    decide_and_queue,
-    parse_threshold,
-    score_with_model,
-)
+from serve_app.moderation_flow import Moderated, moderate, parse_threshold
 from serve_app.schemas import (
     Health,
     ImageRawScores,
@@ -83,23 +78,14 @@ async def moderate_image(
         bytes=len(data), format=image.format, width=image.width, height=image.height
     )
 
-    reference, image_url = form.fields.get("reference"), form.fields.get("image_url")
-    categories = tuple(caller.profile.enabled_categories("image"))
-    async with ChargedRequest(svc, caller):
-        scored = await score_with_model(
-            svc, svc.backends.score_image(ImageRequest(frames=image.frames, categories=categories))
-        )
-        outcome = await decide_and_queue(
-            svc, caller, kind="image", scores=scored.categories, model_version=scored.model_version,
-            threshold=override, reference=reference, image_url=image_url,
-        )
-    request.state.log_fields.update(scores=scored.categories, decision=outcome.decision.decision)
+    scoring = ImageRequest(frames=image.frames, categories=tuple(caller.profile.enabled_categories("image")))
+    scored, outcome = await moderate(
+        svc, caller, kind="image", score=lambda: svc.backends.score_image(scoring), threshold=override,
+        reference=form.fields.get("reference"), image_url=form.fields.get("image_url"),
+    )
+    request.state.log_fields.update(scores=outcome.scores, decision=outcome.decision.decision)
     return ImageResult(
-        scores=ImageRawScores(nsfw=scored.categories["nsfw"], safe=scored.safe),
-        categories=scored.categories,
-        model_version=scored.model_version,
-        review_id=outcome.review_id,
-        **_decision_fields(outcome.decision),
+        scores=ImageRawScores(nsfw=outcome.scores["nsfw"], safe=scored.safe), **_result_fields(outcome)
     )
 
 
@@ -123,21 +109,13 @@ async def moderate_text(
         raise too_long
     request.state.log_fields.update(text_chars=len(payload.text))
 
-    async with ChargedRequest(svc, caller):
-        scored = await score_with_model(svc, svc.backends.score_text(payload.text))
-        outcome = await decide_and_queue(
-            svc, caller, kind="text", scores=scored.categories, model_version=scored.model_version,
-            threshold=override, reference=payload.reference, image_url=payload.image_url,
-        )
-    unsafe = scored.categories["toxic"]
-    request.state.log_fields.update(scores=scored.categories, decision=outcome.decision.decision)
-    return TextResult(
-        scores=TextRawScores(unsafe=unsafe, safe=1.0 - unsafe),
-        categories=scored.categories,
-        model_version=scored.model_version,
-        review_id=outcome.review_id,
-        **_decision_fields(outcome.decision),
+    _, outcome = await moderate(
+        svc, caller, kind="text", score=lambda: svc.backends.score_text(payload.text), threshold=override,
+        reference=payload.reference, image_url=payload.image_url,
     )
+    unsafe = outcome.scores["toxic"]
+    request.state.log_fields.update(scores=outcome.scores, decision=outcome.decision.decision)
+    return TextResult(scores=TextRawScores(unsafe=unsafe, safe=1.0 - unsafe), **_result_fields(outcome))
 
 
 @router.post("/v1/report", response_model=ReportResult, response_model_exclude_none=True)
@@ -186,8 +164,13 @@ async def healthz(request: Request) -> Health:
     return Health(status="ok", models=versions)
 
 
-def _decision_fields(decision) -> dict:
+def _result_fields(outcome: Moderated) -> dict:
+    """The fields image and text results share (spec 2.1 and 2.2)."""
+    decision = outcome.decision
     return {
+        "categories": outcome.scores,
+        "model_version": outcome.model_version,
+        "review_id": outcome.review_id,
         "decision": decision.decision,
         "recommended_action": decision.recommended_action,
         "mode": decision.mode,
