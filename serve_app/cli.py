@@ -7,6 +7,7 @@
     moderation-admin profiles put site-b --file site-b.yaml
     moderation-admin reviews list --status pending
     moderation-admin reviews decide 17 rejected
+    moderation-admin usage acme
 
 The service address comes from --url or MODERATION_URL (default http://127.0.0.1:8000),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
@@ -45,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
         put.add_argument("name")
         put.add_argument("--file", type=Path, required=True)
 
+    groups.add_parser("usage", help="quota units an account used this month").add_argument("account")
+
     reviews = groups.add_parser("reviews").add_subparsers(dest="action", required=True)
     listing = reviews.add_parser("list")
     listing.add_argument("--status", choices=["pending", "approved", "rejected"])
@@ -57,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
     """The (method, path, httpx keyword arguments) of a parsed command."""
-    group, action = args.group, args.action
+    group, action = args.group, getattr(args, "action", None)
+    if group == "usage":
+        return "GET", f"/admin/v1/accounts/{args.account}/usage", {}
     if group == "keys":
         if action == "create":
             body = {"account": args.account, "profile": args.profile, "plan": args.plan}

@@ -7,6 +7,7 @@ request of every replica, because every request reads them from Redis.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Request, Response
@@ -46,6 +47,12 @@ class ReviewDecision(BaseModel):
 
 class ReviewList(BaseModel):
     items: list[ReviewItem]
+
+
+class Usage(BaseModel):
+    account: str
+    month: str
+    used: int
 
 
 @router.put("/plans/{name}", response_model=Plan)
@@ -102,6 +109,13 @@ async def revoke_key(key_id: str, request: Request) -> Response:
     if not await services(request).config.revoke_key(key_id):
         raise errors.NotFound(f"No key with id {key_id!r}.")
     return Response(status_code=204)
+
+
+@router.get("/accounts/{account}/usage", response_model=Usage)
+async def account_usage(account: str, request: Request) -> Usage:
+    """Quota units the account has used this calendar month (UTC)."""
+    used = await services(request).limits.quota_used(account)
+    return Usage(account=account, month=datetime.now(timezone.utc).strftime("%Y-%m"), used=used)
 
 
 @router.get("/reviews", response_model=ReviewList)

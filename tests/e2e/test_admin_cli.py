@@ -27,6 +27,7 @@ def test_cli_creates_and_revokes_a_key(cli, client):
     assert code == 0 and created["account"] == "cli-co"
     headers = {"Authorization": f"Bearer {created['key']}"}
     assert client.post("/v1/moderate-text", headers=headers, json={"text": "hello"}).status_code == 200
+    assert cli("usage", "cli-co")[1]["used"] == 1
     assert cli("keys", "revoke", created["id"])[0] == 0
     assert client.post("/v1/moderate-text", headers=headers, json={"text": "hello"}).status_code == 401
 

@@ -105,3 +105,12 @@ def test_decision_must_be_approved_or_rejected(api, key, backends):
     review_id = api.moderate(key).json()["review_id"]
     response = api.client.post(f"/admin/v1/reviews/{review_id}/decision", json={"status": "pending"}, headers=api.admin)
     assert_error(response, 400, "invalid_request")
+
+
+def test_account_usage_counts_this_months_moderation_requests(api):
+    headers = api.new_key(account="metered")
+    for _ in range(3):
+        api.moderate_text(headers)
+    api.report(headers, "not-counted")
+    usage = api.client.get("/admin/v1/accounts/metered/usage", headers=api.admin).json()
+    assert usage["used"] == 3 and usage["account"] == "metered" and len(usage["month"]) == 7
