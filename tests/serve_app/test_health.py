@@ -26,3 +26,4 @@ def test_every_response_carries_one_request_id(api, key):
     assert len(response.headers.get_list("x-request-id")) == 1
     echoed = api.client.get("/healthz", headers={"X-Request-ID": "abc123"})
     assert echoed.headers.get_list("x-request-id") == []  # the proxy that set it answers it
+

@@ -1,0 +1,25 @@
+"""The README stays true: every error code and every setting of the code is documented there."""
+
+from __future__ import annotations
+
+from serve_app import errors
+from serve_app.settings import PROJECT_ROOT, Settings
+
+README = (PROJECT_ROOT / "README.md").read_text()
+
+
+def test_every_error_code_is_in_the_error_table():
+    codes = {
+        cls.code: cls.status
+        for cls in vars(errors).values()
+        if isinstance(cls, type) and issubclass(cls, errors.ApiError)
+    }
+    assert [code for code, status in codes.items() if f"| {status} | `{code}` |" not in README] == []
+
+
+def test_every_setting_is_in_the_environment_table():
+    names = []
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        names.append(alias if isinstance(alias, str) else f"MODERATION_{name.upper()}")
+    assert [name for name in names if f"`{name}`" not in README] == []
