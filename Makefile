@@ -36,4 +36,5 @@ eval-text: install
 	$(BIN)/python -m training.eval_text
 
 train-text: install
+	$(BIN)/pip install --quiet -e '.[test,train]'
 	$(BIN)/python -m training.train_text_head
