@@ -17,7 +17,7 @@ from policy import lua, redis_keys
 QUOTA_KEPT_AFTER_MONTH_END_S = 35 * 24 * 3600
 
 
-def _month(now: float) -> tuple[str, int]:
+def month_of(now: float) -> tuple[str, int]:
     """The `YYYY-MM` of `now` (UTC) and the unix time at which its quota counter may expire."""
     moment = datetime.fromtimestamp(now, tz=timezone.utc)
     year, month = (moment.year + 1, 1) if moment.month == 12 else (moment.year, moment.month + 1)
@@ -51,16 +51,16 @@ class Limits:
         The counter expires at a fixed time after its month ends, so a `now` in a month that ended
         more than that long ago finds its counter gone at once.
         """
-        month, expire_at = _month(time.time() if now is None else now)
+        month, expire_at = month_of(time.time() if now is None else now)
         taken = await self._take_quota(keys=[redis_keys.quota(account, month)], args=[monthly_quota, expire_at])
         return taken == 1
 
     async def give_back_quota(self, account: str, now: float | None = None) -> None:
         """For a request that ended in a 5xx: the account is not charged for our failure."""
-        month, _ = _month(time.time() if now is None else now)
+        month, _ = month_of(time.time() if now is None else now)
         await self._give_back_quota(keys=[redis_keys.quota(account, month)], args=[])
 
     async def quota_used(self, account: str, now: float | None = None) -> int:
-        month, _ = _month(time.time() if now is None else now)
+        month, _ = month_of(time.time() if now is None else now)
         used = await self._redis.get(redis_keys.quota(account, month))
         return int(used) if used is not None else 0

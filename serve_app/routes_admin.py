@@ -7,12 +7,13 @@ request of every replica, because every request reads them from Redis.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from policy.limits import month_of
 from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
 from serve_app import errors
@@ -114,8 +115,9 @@ async def revoke_key(key_id: str, request: Request) -> Response:
 @router.get("/accounts/{account}/usage", response_model=Usage)
 async def account_usage(account: str, request: Request) -> Usage:
     """Quota units the account has used this calendar month (UTC)."""
-    used = await services(request).limits.quota_used(account)
-    return Usage(account=account, month=datetime.now(timezone.utc).strftime("%Y-%m"), used=used)
+    now = time.time()  # one clock for both, or the two could straddle a month boundary
+    used = await services(request).limits.quota_used(account, now)
+    return Usage(account=account, month=month_of(now)[0], used=used)
 
 
 @router.get("/reviews", response_model=ReviewList)
