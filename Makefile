@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 serve: install
-	$(BIN)/python -m serve_app.run
+	$(BIN)/python -m runtime.run
 
 test: install
 	$(BIN)/python -m pytest

@@ -16,8 +16,9 @@ import yaml
 
 from bench import raw, report, service
 from bench.inputs import JPEG_QUALITY, PHOTOS, TEXTS, long_text, photo_jpegs
-from deployments.local_graph import local_graph
-from serve_app.settings import PROJECT_ROOT
+from runtime.deploy import served_model_versions
+from runtime.local_graph import local_graph
+from runtime.settings import PROJECT_ROOT
 
 RAW_ROUNDS = 5  # batch 1: every input 5 times; batch 8: 5 calls of eight
 LONG_TEXT_ROUNDS = 5  # the 20,000-character text takes seconds on one thread
@@ -48,15 +49,6 @@ def apply_replica_environment(config: dict) -> None:
     """
     for app in config["applications"]:
         os.environ.update(app.get("runtime_env", {}).get("env_vars", {}))
-
-
-def served_versions(config: dict) -> dict[str, str]:
-    """task -> version of every model deployment's user_config."""
-    versions = {}
-    for app in config["applications"]:
-        for deployment in app["deployments"]:
-            versions.update(deployment.get("user_config", {}).get("models", {}))
-    return versions
 
 
 def measure_raw_memory(results: report.Results, versions: dict[str, str]) -> None:
@@ -139,7 +131,7 @@ def main() -> None:
     started, start = datetime.now().astimezone(), time.perf_counter()
     config = serve_config()
     apply_replica_environment(config)
-    versions = served_versions(config)
+    versions = served_model_versions(config)
     results = report.Results(labels=LABELS, settings=settings(versions))
     load_before = report.load_average()
     measure_raw_memory(results, versions)

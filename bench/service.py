@@ -1,4 +1,4 @@
-"""The whole graph (deployments.local_graph: serve_config.yaml, its own redis-server, a free loopback port),
+"""The whole graph (runtime.local_graph: serve_config.yaml, its own redis-server, a free loopback port),
 driven over HTTP, and the memory of the processes it runs in."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def replica_states() -> dict[str, dict[str, int]]:
     """deployment -> replica state (RUNNING, STARTING...) -> count, as Serve reports them now."""
     from ray import serve
 
-    from deployments.deploy import APP_NAME
+    from runtime.deploy import APP_NAME
 
     deployments = serve.status().applications[APP_NAME].deployments
     return {name: {state: n for state, n in deployments[name].replica_states.items() if n} for name in DEPLOYMENTS}

@@ -9,7 +9,7 @@ from ray.serve.handle import DeploymentHandle
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
-from serve_app.backends import TextScores
+from models.text_scoring import TextScores
 
 
 class ServeBackends:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from deployments.handles import ServeBackends
+from runtime.bootstrap import seed_config
 from serve_app.app import create_app
-from serve_app.bootstrap import seed_config
 from serve_app.services import Services
-from serve_app.settings import get_settings
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
@@ -23,19 +24,20 @@ class ModerationIngress:
         image_model: DeploymentHandle,
         text_model: DeploymentHandle,
         policy: DeploymentHandle,
-        redis_url: str | None = None,
+        *,
+        redis_url: str,
+        admin_token: str | None,
+        inference_timeout_s: float,
+        config_dir: str,
     ):
-        from deployments.handles import ServeBackends
-
-        settings = get_settings()
         self._services = Services.connect(
-            redis_url or settings.redis_url,
+            redis_url,
             ServeBackends(image_model, text_model, policy),
-            admin_token=settings.admin_token,
-            inference_timeout_s=settings.inference_timeout_s,
+            admin_token=admin_token,
+            inference_timeout_s=inference_timeout_s,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
-        await seed_config(self._services.config, settings.config_dir)
+        await seed_config(self._services.config, Path(config_dir))
 
     def __serve_build_asgi_app__(self):
         return create_app(self._services)

@@ -47,6 +47,11 @@ class ImageScorer:
         self._models = models
         self._versions = versions
 
+    @property
+    def categories(self) -> frozenset[str]:
+        """The categories this scorer has a model for."""
+        return frozenset(self._models)
+
     def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
         for request in requests:
             self._check(request)

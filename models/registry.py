@@ -15,9 +15,10 @@ from typing import Any
 
 import yaml
 
+from models.tasks import TASKS
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = REPO_ROOT / "config" / "models.yaml"
-TASKS = ("image.nsfw", "image.weapon", "image.violence", "text.toxic")
 
 # loader name -> "module:callable"; the callable takes (weights, **options).
 LOADERS: dict[str, str] = {

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
 
 from fastapi import Request
 
-from policy.types import ApiKey, Plan, Profile
+from moderation.flow import Caller
 from serve_app.errors import NotFound, RateLimited, StoreUnavailable, Unauthorized
 from serve_app.services import Services
-
-
-@dataclass(frozen=True)
-class Caller:
-    key: ApiKey
-    plan: Plan
-    profile: Profile
-
-    @property
-    def account(self) -> str:
-        return self.key.account
 
 
 def services(request: Request) -> Services:

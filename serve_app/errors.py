@@ -1,7 +1,10 @@
-"""Every error the API answers with: one exception class per code, one renderer.
+"""Every error the API answers with, and the one place that turns exceptions into responses.
 
-The body is always `{"error": {"code": "<code>", "message": "<text>"}}`. Anything
-unexpected becomes a 500 `internal_error` with no traceback in the body.
+The body is always `{"error": {"code": "<code>", "message": "<text>"}}`. Errors only HTTP
+can see (a bad key, a malformed body) are `ApiError` classes here; the errors of the
+moderation flow, the image decoder and the review queue are plain domain exceptions that
+`DOMAIN_ERRORS` maps to a status and code. Anything unexpected becomes a 500
+`internal_error` with no traceback in the body.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from models.image_decoding import ImageTooLarge, InvalidImage
+from moderation import errors as flow
+from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 
 log = logging.getLogger("moderation.errors")
 
@@ -26,6 +33,12 @@ class ApiError(Exception):
         super().__init__(message or self.message)
         self.message = message or self.message
         self.retry_after_s = retry_after_s
+
+    @classmethod
+    def with_code(cls, status: int, code: str, message: str, retry_after_s: float | None = None) -> ApiError:
+        error = cls(message, retry_after_s=retry_after_s)
+        error.status, error.code = status, code
+        return error
 
     def headers(self) -> dict[str, str]:
         if self.retry_after_s is None:
@@ -46,24 +59,8 @@ class NoReference(ApiError):
     status, code, message = 400, "no_reference", "The form field 'reference' is required."
 
 
-class InvalidImage(ApiError):
-    status, code, message = 400, "invalid_image", "The image could not be decoded or its format is not supported."
-
-
-class InvalidThreshold(ApiError):
-    status, code, message = 400, "invalid_threshold", "threshold must be a number between 0 and 1."
-
-
 class Unauthorized(ApiError):
     status, code, message = 401, "unauthorized", "A valid API key is required: Authorization: Bearer <key>."
-
-
-class QuotaExceeded(ApiError):
-    status, code, message = 402, "quota_exceeded", "The plan's monthly quota is exhausted; it resets on the 1st (UTC)."
-
-
-class CapabilityRequired(ApiError):
-    status, code, message = 403, "capability_required", "The plan does not cover this content type."
 
 
 class NotFound(ApiError):
@@ -74,27 +71,8 @@ class MethodNotAllowed(ApiError):
     status, code, message = 405, "method_not_allowed", "Method not allowed."
 
 
-class AlreadyDecided(ApiError):
-    status, code, message = 409, "already_decided", "The review item has already been decided."
-
-
-class ImageTooLarge(ApiError):
-    status, code, message = 413, "image_too_large", "The image is above the plan's size limit."
-
-
-class TextTooLong(ApiError):
-    status, code, message = 413, "text_too_long", "The text is above the plan's length limit."
-
-
 class RateLimited(ApiError):
     status, code, message = 429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After."
-
-
-class InferenceUnavailable(ApiError):
-    status, code, message = 503, "inference_unavailable", "The model is temporarily unavailable; retry later."
-
-    def __init__(self, message: str | None = None, *, retry_after_s: float | None = 5):
-        super().__init__(message, retry_after_s=retry_after_s)
 
 
 class StoreUnavailable(ApiError):
@@ -102,6 +80,37 @@ class StoreUnavailable(ApiError):
 
     def __init__(self, message: str | None = None, *, retry_after_s: float | None = 5):
         super().__init__(message, retry_after_s=retry_after_s)
+
+
+# Domain exception -> (status, code, Retry-After seconds). A subclass maps as its base does.
+DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
+    flow.InvalidThreshold: (400, "invalid_threshold", None),
+    InvalidImage: (400, "invalid_image", None),
+    flow.QuotaExceeded: (402, "quota_exceeded", None),
+    flow.ScopeNotCovered: (403, "capability_required", None),
+    ReviewItemNotFound: (404, "not_found", None),
+    ReviewAlreadyDecided: (409, "already_decided", None),
+    flow.UploadTooLarge: (413, "image_too_large", None),
+    ImageTooLarge: (413, "image_too_large", None),
+    flow.TextTooLong: (413, "text_too_long", None),
+    flow.ModelUnavailable: (503, "inference_unavailable", 5),
+}
+# The review queue's exceptions carry a bare id, not a sentence for the client.
+CLIENT_MESSAGES = {
+    ReviewItemNotFound: "No such review item.",
+    ReviewAlreadyDecided: "The review item has already been decided.",
+}
+FALLBACK_MESSAGES = {InvalidImage: "The image could not be decoded or its format is not supported."}
+
+
+def api_error_of(exc: Exception) -> ApiError:
+    """The API error a domain exception answers with (500 for an exception not in the table)."""
+    for kind in type(exc).__mro__:
+        if kind in DOMAIN_ERRORS:
+            status, code, retry_after_s = DOMAIN_ERRORS[kind]
+            message = CLIENT_MESSAGES.get(kind) or str(exc) or FALLBACK_MESSAGES.get(kind, "The request was refused.")
+            return ApiError.with_code(status, code, message, retry_after_s)
+    return ApiError()
 
 
 def error_response(error: ApiError) -> JSONResponse:
@@ -118,6 +127,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc)
+
+    async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(api_error_of(exc))
+
+    for kind in DOMAIN_ERRORS:
+        app.add_exception_handler(kind, _domain_error)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

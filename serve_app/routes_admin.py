@@ -14,7 +14,6 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from policy.limits import month_of
-from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
 from serve_app import errors
 from serve_app.auth import require_admin, services
@@ -138,9 +137,5 @@ async def get_review(item_id: int, request: Request) -> ReviewItem:
 
 @router.post("/reviews/{item_id}/decision", response_model=ReviewItem)
 async def decide_review(item_id: int, body: ReviewDecision, request: Request) -> ReviewItem:
-    try:
-        return await services(request).reviews.decide(item_id, body.status)
-    except ReviewItemNotFound:
-        raise errors.NotFound("No such review item.") from None
-    except ReviewAlreadyDecided:
-        raise errors.AlreadyDecided() from None
+    # ReviewItemNotFound and ReviewAlreadyDecided answer 404 and 409 (serve_app.errors).
+    return await services(request).reviews.decide(item_id, body.status)

@@ -1,4 +1,4 @@
-"""The public API of spec section 4: moderate an image or a text, report, review status."""
+"""The public API: moderate an image or a text, report content, read a review item's status."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from models.image_decoding import decode_image
+from models.image_scoring import ImageRequest
+from moderation.errors import ModelUnavailable, TextTooLong, UploadTooLarge
+from moderation.flow import Caller, Moderated, parse_threshold, require_scope
 from serve_app import errors
-from serve_app.auth import Caller, authenticated_caller, services
+from serve_app.auth import authenticated_caller, services
 from serve_app.form_reader import PartTooLarge, read_form
-from serve_app.moderation_flow import Moderated, moderate, parse_threshold
 from serve_app.schemas import (
     Health,
     ImageRawScores,
@@ -36,7 +39,7 @@ THRESHOLD_QUERY = Query(
 )
 
 
-def _refuse_declared_oversize(request: Request, max_body_bytes: int, error: errors.ApiError) -> None:
+def _refuse_declared_oversize(request: Request, max_body_bytes: int, error: Exception) -> None:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_body_bytes:
         raise error
@@ -48,16 +51,11 @@ async def moderate_image(
     threshold: str | None = THRESHOLD_QUERY,
     caller: Caller = Depends(authenticated_caller),
 ) -> ImageResult:
-    # Pillow and the image types load only when the first image arrives: the ingress stays lean.
-    from models.image_decoding import ImageTooLarge, InvalidImage, decode_image
-    from models.image_scoring import ImageRequest
-
     svc = services(request)
-    if not caller.plan.covers("image"):
-        raise errors.CapabilityRequired("The plan does not cover image moderation.")
+    require_scope(caller.plan, "image")
     override = parse_threshold(threshold)
     max_bytes = caller.plan.image_max_bytes
-    too_large = errors.ImageTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+    too_large = UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
     _refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
     try:
         form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)
@@ -66,26 +64,19 @@ async def moderate_image(
     data = form.files.get("image") or form.files.get("file")
     if not data:
         raise errors.NoImage()
-    try:
-        image = await run_in_threadpool(decode_image, data, caller.plan.image_max_pixels)
-    except ImageTooLarge as exc:
-        raise errors.ImageTooLarge(
-            f"The image has {exc.pixels} pixels; the plan's limit is {exc.max_pixels}."
-        ) from None
-    except InvalidImage as exc:
-        raise errors.InvalidImage(str(exc) or None) from None
+    image = await run_in_threadpool(decode_image, data, caller.plan.image_max_pixels)
     request.state.log_fields.update(
         bytes=len(data), format=image.format, width=image.width, height=image.height
     )
 
     scoring = ImageRequest(frames=image.frames, categories=tuple(caller.profile.enabled_categories("image")))
-    scored, outcome = await moderate(
-        svc, caller, kind="image", score=lambda: svc.backends.score_image(scoring), threshold=override,
+    outcome = await svc.flow.moderate(
+        caller, kind="image", score=lambda: svc.backends.score_image(scoring), threshold=override,
         reference=form.fields.get("reference"), image_url=form.fields.get("image_url"),
     )
     request.state.log_fields.update(scores=outcome.scores, decision=outcome.decision.decision)
     return ImageResult(
-        scores=ImageRawScores(nsfw=outcome.scores["nsfw"], safe=scored.safe), **_result_fields(outcome)
+        scores=ImageRawScores(nsfw=outcome.scores["nsfw"], safe=outcome.scored.safe), **_result_fields(outcome)
     )
 
 
@@ -96,11 +87,10 @@ async def moderate_text(
     caller: Caller = Depends(authenticated_caller),
 ) -> TextResult:
     svc = services(request)
-    if not caller.plan.covers("text"):
-        raise errors.CapabilityRequired("The plan does not cover text moderation.")
+    require_scope(caller.plan, "text")
     override = parse_threshold(threshold)
     max_chars = caller.plan.text_max_chars
-    too_long = errors.TextTooLong(f"The text is above the plan's limit of {max_chars} characters.")
+    too_long = TextTooLong(f"The text is above the plan's limit of {max_chars} characters.")
     max_body_bytes = max_chars * JSON_BYTES_PER_CHAR + FORM_OVERHEAD_BYTES
     _refuse_declared_oversize(request, max_body_bytes, too_long)
     body = await _read_body(request, max_body_bytes, too_long)
@@ -109,8 +99,8 @@ async def moderate_text(
         raise too_long
     request.state.log_fields.update(text_chars=len(payload.text))
 
-    _, outcome = await moderate(
-        svc, caller, kind="text", score=lambda: svc.backends.score_text(payload.text), threshold=override,
+    outcome = await svc.flow.moderate(
+        caller, kind="text", score=lambda: svc.backends.score_text(payload.text), threshold=override,
         reference=payload.reference, image_url=payload.image_url,
     )
     unsafe = outcome.scores["toxic"]
@@ -160,12 +150,12 @@ async def healthz(request: Request) -> Health:
     try:
         versions = await asyncio.wait_for(svc.backends.model_versions(), timeout=5)
     except Exception:
-        raise errors.InferenceUnavailable("The models are not ready yet.") from None
+        raise ModelUnavailable("The models are not ready yet.") from None
     return Health(status="ok", models=versions)
 
 
 def _result_fields(outcome: Moderated) -> dict:
-    """The fields image and text results share (spec 2.1 and 2.2)."""
+    """The fields image and text results share."""
     decision = outcome.decision
     return {
         "categories": outcome.scores,
@@ -180,7 +170,7 @@ def _result_fields(outcome: Moderated) -> dict:
     }
 
 
-async def _read_body(request: Request, max_bytes: int, too_large: errors.ApiError) -> bytes:
+async def _read_body(request: Request, max_bytes: int, too_large: Exception) -> bytes:
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

@@ -1,4 +1,4 @@
-"""Everything a request handler reaches: the stores, the model backends, the settings."""
+"""Everything a request handler reaches: the stores, the moderation flow, the model backends."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
+from moderation.backends import ModelBackends
+from moderation.flow import ModerationFlow
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
 from policy.store import ConfigStore
-from serve_app.backends import ModelBackends
 
 
 @dataclass
@@ -18,8 +19,8 @@ class Services:
     limits: Limits
     reviews: ReviewQueue
     backends: ModelBackends
+    flow: ModerationFlow
     admin_token: str | None = None
-    inference_timeout_s: float = 30.0
 
     @classmethod
     def connect(
@@ -33,11 +34,12 @@ class Services:
         redis = Redis.from_url(
             redis_url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2
         )
+        limits, reviews = Limits(redis), ReviewQueue(redis)
         return cls(
             config=ConfigStore(redis),
-            limits=Limits(redis),
-            reviews=ReviewQueue(redis),
+            limits=limits,
+            reviews=reviews,
             backends=backends,
+            flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
             admin_token=admin_token,
-            inference_timeout_s=inference_timeout_s,
         )

@@ -6,7 +6,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from serve_app.embedded_redis import EmbeddedRedis
+from runtime.embedded_store import EmbeddedStore
 
 
 @pytest.fixture(scope="session")
@@ -17,12 +17,12 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory):
-    with EmbeddedRedis(tmp_path_factory.mktemp("redis")) as server:
+    with EmbeddedStore(tmp_path_factory.mktemp("redis")) as server:
         yield server
 
 
 @pytest.fixture
-def redis_url(redis_server: EmbeddedRedis) -> str:
+def redis_url(redis_server: EmbeddedStore) -> str:
     """The session server's URL, with its database emptied first so no test sees another's data."""
     with redis.Redis.from_url(redis_server.url) as client:
         client.flushdb()

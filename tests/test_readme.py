@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from serve_app import errors
-from serve_app.settings import PROJECT_ROOT, Settings
+from runtime.settings import PROJECT_ROOT, Settings
 
 README = (PROJECT_ROOT / "README.md").read_text()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from deployments import image_model, text_model
-from serve_app.settings import PROJECT_ROOT
+from runtime.settings import PROJECT_ROOT
 
 MACHINE_CPUS = 2
 

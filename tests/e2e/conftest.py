@@ -1,7 +1,7 @@
 """One real Ray Serve instance for the session: serve_config.yaml, real models, real Redis.
 
-Deployed the way `make serve` deploys it (deployments.deploy), on a free loopback port,
-with an embedded redis-server of its own (deployments/local_graph.py).
+Deployed the way `make serve` deploys it (runtime.deploy), on a free loopback port,
+with an embedded redis-server of its own (runtime/local_graph.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import httpx
 import pytest
 from support.tiny_models import tiny_bert
 
-from deployments.local_graph import local_graph
+from runtime.local_graph import local_graph
 
 ADMIN_TOKEN = "e2e-admin-token"
 SWAP_VERSION = "tiny-bert-e2e-1"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from serve_app.cli import main
+from runtime.cli import main
 
 pytestmark = pytest.mark.e2e
 

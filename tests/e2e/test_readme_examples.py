@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from serve_app.settings import PROJECT_ROOT
+from runtime.settings import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")]
 

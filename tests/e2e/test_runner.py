@@ -1,4 +1,4 @@
-"""`make serve`'s runner (python -m serve_app.run): first-start key, clean stop, nothing lost on restart."""
+"""`make serve`'s runner (python -m runtime.run): first-start key, clean stop, nothing lost on restart."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 import httpx
 import pytest
 
-from deployments.local_graph import free_port
-from serve_app.settings import PROJECT_ROOT
+from runtime.local_graph import free_port
+from runtime.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
 KEY_PATTERN = re.compile(r"^\s+(mod_\S+)$", re.M)
@@ -25,7 +25,7 @@ def start_runner(data_dir, port: int, log_path) -> subprocess.Popen:
     log = open(log_path, "w")
     # A session of its own: the test stops exactly this runner and what it started.
     return subprocess.Popen(
-        [sys.executable, "-m", "serve_app.run"], cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "runtime.run"], cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 

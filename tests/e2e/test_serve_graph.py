@@ -87,7 +87,7 @@ def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin, new_
     The new version is a local Hugging Face directory given inline in serve_config's
     user_config: the one-file change an ML engineer makes.
     """
-    from deployments.deploy import deploy, with_model_version
+    from runtime.deploy import deploy, with_model_version
 
     unthrottled = {"scope": "both", "monthly_quota": 1_000_000, "rate_per_second": 10_000, "burst": 10_000}
     assert client.put("/admin/v1/plans/unthrottled", json=unthrottled, headers=admin).status_code == 200

@@ -1,4 +1,4 @@
-"""The app with the real models in-process (serve_app/local_backends.py): real scores through HTTP."""
+"""The app with the real models in-process (moderation/local_backends.py): real scores through HTTP."""
 
 from __future__ import annotations
 
@@ -14,18 +14,16 @@ from support.api import ADMIN_TOKEN, Api
 from support.firearm import rendered_revolver
 
 from serve_app.app import create_app
-from serve_app.local_backends import LocalBackends
+from moderation.local_backends import LocalBackends
 from serve_app.services import Services
-from serve_app.settings import PROJECT_ROOT
+from runtime.deploy import served_model_versions
+from runtime.settings import PROJECT_ROOT
 
 
 @pytest.fixture(scope="module")
 def real_backends() -> LocalBackends:
     config = yaml.safe_load((PROJECT_ROOT / "serve_config.yaml").read_text())
-    deployments = {d["name"]: d for d in config["applications"][0]["deployments"]}
-    image_versions = deployments["ImageModel"]["user_config"]["models"]
-    text_version = deployments["TextModel"]["user_config"]["models"]["text.toxic"]
-    return LocalBackends(image_versions, text_version)
+    return LocalBackends(served_model_versions(config))
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from PIL import Image
 
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import decide
-from serve_app.backends import TextScores
-from serve_app.seed_config import load_plans, load_profiles
-from serve_app.settings import PROJECT_ROOT
+from models.text_scoring import TextScores
+from runtime.bootstrap import load_plans, load_profiles
+from runtime.settings import PROJECT_ROOT
 
 ADMIN_TOKEN = "test-admin-token"
 # The tests pin the default profile's thresholds so they do not move when the shipped

@@ -1,26 +1,20 @@
-"""What the ingress needs from the models and the policy, whoever runs them.
+"""What the moderation flow needs from the models and the policy, whoever runs them.
 
 Under Ray Serve these calls go to the ImageModel, TextModel and Policy deployments
-(`deployments/handles.py`); in tests and tools they run in-process
-(`serve_app/local_backends.py`). The ingress only sees this protocol.
+(`deployments/handles.py`); in tests, benchmarks and tools they run in-process
+(`moderation/local_backends.py`). The flow only sees this protocol.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from models.text_scoring import TextScores
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
 
 if TYPE_CHECKING:  # the image types pull Pillow; the ingress imports them lazily
     from models.image_scoring import ImageRequest, ImageScores
-
-
-@dataclass(frozen=True)
-class TextScores:
-    categories: dict[str, float]
-    model_version: str
 
 
 class ModelBackends(Protocol):

@@ -36,7 +36,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-class EmbeddedRedis:
+class EmbeddedStore:
     def __init__(self, data_dir: Path, port: int | None = None):
         self.data_dir = Path(data_dir)
         # Picked once, so a stop and start on the same data dir gives the same URL back.
@@ -118,7 +118,7 @@ class EmbeddedRedis:
         self._process.wait()
         self._process = None
 
-    def __enter__(self) -> EmbeddedRedis:
+    def __enter__(self) -> EmbeddedStore:
         self.start()
         return self
 

@@ -1,4 +1,4 @@
-"""Load-then-swap of model versions, shared by the model deployments (no Ray here).
+"""Load-then-swap of model versions, shared by the model deployments.
 
 `reconfigure()` of a deployment hands its `user_config` here. Each task names either a
 version of the model registry (`text.toxic: usem3-...`) or a whole registry entry inline
@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from models.registry import ModelEntry, find_entry, load_model, validate_entry
-
-REQUIRED_TASKS = ("image.nsfw", "text.toxic")
+from models.image_scoring import ImageScorer
+from models.tasks import IMAGE_TASKS, REQUIRED_TASKS, TEXT_TASKS, category_of
+from models.text_scoring import TextScorer
 
 
 class ModelSet:
@@ -31,17 +32,28 @@ class ModelSet:
     def versions(self) -> dict[str, str]:
         return {task: entry.version for task, entry in self.entries.items()}
 
-    async def swapped_to(self, wanted: dict[str, ModelEntry]) -> ModelSet:
+    def loaded(self, wanted: dict[str, ModelEntry]) -> ModelSet:
         """A new set serving the `wanted` entries, loading only what changed."""
+        models = {
+            task: self.models[task] if self.entries.get(task) == entry else load_model(entry)
+            for task, entry in wanted.items()
+        }
+        return ModelSet(models, dict(wanted))
 
-        def load_changed() -> ModelSet:
-            models = {
-                task: self.models[task] if self.entries.get(task) == entry else load_model(entry)
-                for task, entry in wanted.items()
-            }
-            return ModelSet(models, dict(wanted))
+    async def swapped_to(self, wanted: dict[str, ModelEntry]) -> ModelSet:
+        """`loaded` in a worker thread, so the old set keeps serving while the new one loads."""
+        return await asyncio.to_thread(self.loaded, wanted)
 
-        return await asyncio.to_thread(load_changed)
+    def image_scorer(self) -> ImageScorer:
+        image_tasks = [task for task in self.models if task in IMAGE_TASKS]
+        return ImageScorer(
+            models={category_of(task): self.models[task] for task in image_tasks},
+            versions={category_of(task): self.entries[task].version for task in image_tasks},
+        )
+
+    def text_scorer(self) -> TextScorer:
+        (task,) = TEXT_TASKS
+        return TextScorer(self.models[task], self.entries[task].version)
 
 
 def wanted_entries(user_config: dict, tasks: tuple[str, ...], registry: Path) -> dict[str, ModelEntry]:

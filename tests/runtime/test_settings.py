@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from serve_app.settings import Settings
+from runtime.settings import Settings
 
 
 def environment_names() -> list[str]:

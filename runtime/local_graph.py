@@ -17,8 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from serve_app.embedded_redis import EmbeddedRedis
-from serve_app.settings import PROJECT_ROOT
+from runtime.embedded_store import EmbeddedStore
+from runtime.settings import PROJECT_ROOT
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ def local_graph(
     import ray
     from ray import serve
 
-    from deployments.deploy import deploy, read_serve_config, wait_until_running
+    from runtime.deploy import deploy, read_serve_config, wait_until_running
 
-    redis_server = EmbeddedRedis(Path(workdir) / "redis")
+    redis_server = EmbeddedStore(Path(workdir) / "redis")
     redis_url = redis_server.start()
     port = free_port()
     config = read_serve_config(

@@ -17,9 +17,9 @@ import threading
 from redis.asyncio import Redis
 
 from policy.store import ConfigStore
-from serve_app.bootstrap import create_first_key, seed_config
-from serve_app.embedded_redis import EmbeddedRedis
-from serve_app.settings import Settings, get_settings
+from runtime.bootstrap import create_first_key, seed_config
+from runtime.embedded_store import EmbeddedStore
+from runtime.settings import Settings, get_settings
 
 log = logging.getLogger("moderation.run")
 
@@ -63,14 +63,14 @@ def main() -> None:
     redis_server = None
     redis_url = settings.redis_url
     if redis_url is None:
-        redis_server = EmbeddedRedis(settings.data_dir / "redis")
+        redis_server = EmbeddedStore(settings.data_dir / "redis")
         redis_url = redis_server.start()
         log.info("embedded redis-server at %s (AOF in %s)", redis_url, settings.data_dir / "redis")
 
     import ray
     from ray import serve
 
-    from deployments.deploy import deploy, read_serve_config, wait_until_running
+    from runtime.deploy import deploy, read_serve_config, wait_until_running
 
     try:
         first_key = asyncio.run(_prepare_store(settings, redis_url))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from policy.store import ConfigStore
-from serve_app.bootstrap import create_first_key, seed_config
-from serve_app.settings import PROJECT_ROOT
+from runtime.bootstrap import create_first_key, seed_config
+from runtime.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.anyio
 CONFIG_DIR = PROJECT_ROOT / "config"

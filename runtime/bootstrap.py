@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from policy.store import ConfigStore
-from serve_app.seed_config import load_plans, load_profiles
+from policy.types import Plan, Profile
+
+
+def load_plans(config_dir: Path) -> list[Plan]:
+    raw = yaml.safe_load((config_dir / "plans.yaml").read_text()) or {}
+    return [Plan(name=name, **fields) for name, fields in raw.items()]
+
+
+def load_profiles(config_dir: Path) -> list[Profile]:
+    raw = yaml.safe_load((config_dir / "profiles.yaml").read_text()) or {}
+    return [Profile(name=name, **fields) for name, fields in raw.items()]
 
 
 async def seed_config(config: ConfigStore, config_dir: Path) -> None:
+    """Adds the plans and profiles the store lacks; admin edits already there are kept."""
     await config.seed(load_plans(config_dir), load_profiles(config_dir))
 
 

@@ -10,11 +10,11 @@ import redis.asyncio
 
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
-from serve_app.embedded_redis import EmbeddedRedis
+from runtime.embedded_store import EmbeddedStore
 
 
 def test_start_returns_a_loopback_url_that_answers_ping(tmp_path):
-    with EmbeddedRedis(tmp_path / "data") as server:
+    with EmbeddedStore(tmp_path / "data") as server:
         assert server.url.startswith("redis://127.0.0.1:")
         with redis.Redis.from_url(server.url) as client:
             assert client.ping()
@@ -23,7 +23,7 @@ def test_start_returns_a_loopback_url_that_answers_ping(tmp_path):
 
 def test_it_persists_with_aof_in_its_data_dir(tmp_path):
     data_dir = tmp_path / "new" / "data"
-    with EmbeddedRedis(data_dir) as server:
+    with EmbeddedStore(data_dir) as server:
         with redis.Redis.from_url(server.url, decode_responses=True) as client:
             assert client.config_get("appendonly") == {"appendonly": "yes"}
             assert client.config_get("appendfsync") == {"appendfsync": "everysec"}
@@ -35,14 +35,14 @@ def test_it_listens_on_the_port_it_is_given(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with EmbeddedRedis(tmp_path, port=port) as server:
+    with EmbeddedStore(tmp_path, port=port) as server:
         assert server.url == f"redis://127.0.0.1:{port}/0"
         with redis.Redis.from_url(server.url) as client:
             assert client.ping()
 
 
 def test_stop_ends_the_server(tmp_path):
-    server = EmbeddedRedis(tmp_path)
+    server = EmbeddedStore(tmp_path)
     server.start()
     server.stop()
     with redis.Redis.from_url(server.url, socket_connect_timeout=1, retry=None) as client:
@@ -51,9 +51,9 @@ def test_stop_ends_the_server(tmp_path):
 
 
 def test_start_fails_when_the_port_is_taken(tmp_path):
-    with EmbeddedRedis(tmp_path / "first") as first:
+    with EmbeddedStore(tmp_path / "first") as first:
         with pytest.raises(RuntimeError):
-            EmbeddedRedis(tmp_path / "second", port=first.port).start(timeout_s=5)
+            EmbeddedStore(tmp_path / "second", port=first.port).start(timeout_s=5)
 
 
 @pytest.mark.anyio
@@ -61,7 +61,7 @@ def test_start_fails_when_the_port_is_taken(tmp_path):
 async def test_review_items_and_counters_survive_a_restart(tmp_path, stop):
     """Also after SIGKILL: Redis writes its AOF before it answers, so nothing acknowledged is lost
     (only a power loss can cost the last second: appendfsync everysec)."""
-    server = EmbeddedRedis(tmp_path / "data")
+    server = EmbeddedStore(tmp_path / "data")
     server.start()
     client = redis.asyncio.Redis.from_url(server.url, decode_responses=True)
     item = await ReviewQueue(client).create(

@@ -1,11 +1,11 @@
-"""Load-then-swap of model versions (deployments/model_swap.py), without Ray."""
+"""Load-then-swap of model versions (models/model_set.py), without Ray."""
 
 from __future__ import annotations
 
 import pytest
 
-from deployments import model_swap
-from deployments.model_swap import ModelSet, wanted_entries
+from models import model_set
+from models.model_set import ModelSet, wanted_entries
 from models.registry import DEFAULT_REGISTRY, ModelEntry, UnknownModel
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +24,7 @@ def loads(monkeypatch) -> list[str]:
         loaded.append(entry.version)
         return f"model:{entry.version}"
 
-    monkeypatch.setattr(model_swap, "load_model", fake_load)
+    monkeypatch.setattr(model_set, "load_model", fake_load)
     return loaded
 
 
@@ -75,7 +75,7 @@ def test_a_bad_user_config_is_refused(user_config, error):
 def test_every_version_in_serve_config_is_in_the_registry():
     import yaml
 
-    from serve_app.settings import PROJECT_ROOT
+    from runtime.settings import PROJECT_ROOT
 
     config = yaml.safe_load((PROJECT_ROOT / "serve_config.yaml").read_text())
     for deployment in config["applications"][0]["deployments"]:

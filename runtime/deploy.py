@@ -39,6 +39,15 @@ def read_serve_config(
     return config
 
 
+def served_model_versions(config: dict) -> dict[str, str]:
+    """task -> version (or inline entry) of every model deployment's user_config."""
+    versions = {}
+    for app in config["applications"]:
+        for deployment in app["deployments"]:
+            versions.update(deployment.get("user_config", {}).get("models", {}))
+    return versions
+
+
 def with_model_version(config: dict, deployment: str, task: str, version: str | dict) -> dict:
     """A copy of `config` whose `deployment` serves `version` (or an inline entry) for `task`."""
     changed = copy.deepcopy(config)

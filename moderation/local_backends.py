@@ -1,0 +1,41 @@
+"""Model backends in this process: the real models without Ray.
+
+For the API tests, benchmarks and tools; under Ray Serve the ingress uses
+`deployments.handles.ServeBackends` instead. Models come from the same registry and
+are loaded by the same `ModelSet` the model deployments use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from models.image_scoring import ImageRequest, ImageScores
+from models.model_set import ModelSet, wanted_entries
+from models.registry import DEFAULT_REGISTRY
+from models.tasks import TASKS
+from models.text_scoring import TextScores
+from policy.decisions import Decision, decide
+from policy.types import ContentKind, Profile
+
+
+class LocalBackends:
+    def __init__(self, versions: dict[str, str], registry: Path = DEFAULT_REGISTRY):
+        """`versions`: task -> registry version, as in a deployment's `user_config.models`."""
+        self._models = ModelSet().loaded(wanted_entries({"models": versions}, TASKS, registry))
+        self._image = self._models.image_scorer()
+        self._text = self._models.text_scorer()
+
+    async def score_image(self, request: ImageRequest) -> ImageScores:
+        return (await asyncio.to_thread(self._image.score, [request]))[0]
+
+    async def score_text(self, text: str) -> TextScores:
+        return (await asyncio.to_thread(self._text.score, [text]))[0]
+
+    async def decide(
+        self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
+    ) -> Decision:
+        return decide(scores, profile, kind, threshold)
+
+    async def model_versions(self) -> dict[str, str]:
+        return dict(self._models.versions)
