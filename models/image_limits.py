@@ -1,0 +1,91 @@
+"""A deadline and a concurrency cap around ``decode_image``, for the HTTP layer.
+
+Why threads and not a process pool: ``decode_image`` bounds its own work before spending it (first 8 frames,
+per-frame and total pixel budgets), so a decode cannot run away and needs no killing; Pillow releases the GIL while
+it decodes, so two threads use both cores of the reference box. A process pool would add a pickle round trip of up
+to 8 frames per request and a Python + Pillow + numpy interpreter per worker, and killing one decode means killing
+its worker (and every decode queued on it). The numbers behind this are in docs/image-models.md.
+
+What is bounded:
+- ``workers`` decodes run at once per process; at most ``max_waiting`` more wait. Beyond that: ``DecodeBusy``.
+- A caller waits at most ``deadline_s`` (queue wait included). A decode still queued then is cancelled
+  (``DecodeBusy``); one that is running gets ``DecodeTimeout`` and stops at its next frame boundary, keeping its
+  worker until then, so the cap counts the work really running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from models.image_decoding import DecodedImage, DecodeTimeout, decode_image
+
+# One decode per core of the 2-core reference box: a third would only queue for a core and hold its memory
+# (a 40 MP frame is 120-160 MB while it is converted).
+DECODE_WORKERS = 2
+# Decodes that may wait for a worker. A typical upload decodes in 10-25 ms, so 8 waiting is ~0.1 s of queue;
+# a longer queue only delays the 503 that overload ends in anyway.
+DECODE_MAX_WAITING = 8
+# The bounded worst case (two frames of a 40 MP screen, then refused) takes ~0.7 s on one quiet core; 3 s leaves
+# room for a busy shared box and stays far below the 30 s a request may take end to end.
+DECODE_DEADLINE_S = 3.0
+# What DecodeBusy suggests as Retry-After: the queue drains in well under a second.
+RETRY_AFTER_S = 1
+
+
+class DecodeBusy(RuntimeError):
+    """Every decode worker is taken and the queue is full (or the wait used up the deadline): try again later."""
+
+    def __init__(self, message: str, retry_after_s: int = RETRY_AFTER_S) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ImageDecoder:
+    """``await decoder.decode(data, max_pixels)``; one instance per process (e.g. per ingress replica)."""
+
+    def __init__(
+        self,
+        workers: int = DECODE_WORKERS,
+        max_waiting: int = DECODE_MAX_WAITING,
+        deadline_s: float = DECODE_DEADLINE_S,
+    ) -> None:
+        if workers < 1 or max_waiting < 0 or deadline_s <= 0:
+            raise ValueError("workers >= 1, max_waiting >= 0 and deadline_s > 0 are required")
+        self.workers, self.max_waiting, self.deadline_s = workers, max_waiting, deadline_s
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="image-decode")
+        self._lock = threading.Lock()  # done-callbacks run on worker threads
+        self._admitted = 0  # running + waiting; released when the work really ends, not when the caller leaves
+
+    @property
+    def in_flight(self) -> int:
+        return self._admitted
+
+    async def decode(self, data: bytes, max_pixels: int) -> DecodedImage:
+        """Raises InvalidImage, ImageTooLarge, DecodeBusy or DecodeTimeout."""
+        with self._lock:
+            if self._admitted >= self.workers + self.max_waiting:
+                raise DecodeBusy(f"{self._admitted} image decodes in flight; the limit is reached")
+            self._admitted += 1
+        deadline = time.monotonic() + self.deadline_s
+        try:
+            future = self._pool.submit(decode_image, data, max_pixels, deadline=deadline)
+        except BaseException:
+            self._release(None)
+            raise
+        future.add_done_callback(self._release)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.deadline_s)
+        except TimeoutError:
+            if future.cancel():  # never started: it waited behind others for the whole deadline
+                raise DecodeBusy(f"no decode worker free within {self.deadline_s} s") from None
+            raise DecodeTimeout(f"image decoding took more than {self.deadline_s} s") from None
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _release(self, _future: Future | None) -> None:
+        with self._lock:
+            self._admitted -= 1
