@@ -1,0 +1,141 @@
+"""The moderation flow: charge, score, decide, queue, and give the unit back on our failures.
+
+Against a real redis-server (quota and queue), with model backends this test controls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from models.text_scoring import TextScores
+from moderation.errors import InvalidThreshold, ModelUnavailable, QuotaExceeded, ScopeNotCovered
+from moderation.flow import Caller, ModerationFlow, parse_threshold, require_scope
+from policy.decisions import decide
+from policy.limits import Limits
+from policy.review_queue import ReviewQueue
+from policy.types import ApiKey, Plan, Profile
+
+pytestmark = pytest.mark.anyio
+
+PROFILE = Profile(
+    name="p", mode="enforce", categories={"nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}}
+)
+
+
+def caller(quota: int = 10, scope: str = "both") -> Caller:
+    plan = Plan(name="plan", scope=scope, monthly_quota=quota, rate_per_second=10, burst=10)
+    key = ApiKey(id="key_1", account="acme", profile="p", plan="plan", created_at=0)
+    return Caller(key=key, plan=plan, profile=PROFILE)
+
+
+class Backends:
+    def __init__(self, policy_fails: bool = False):
+        self.policy_fails = policy_fails
+
+    async def decide(self, scores, profile, kind, threshold):
+        if self.policy_fails:
+            raise ConnectionError("policy replica gone")
+        return decide(scores, profile, kind, threshold)
+
+
+@pytest.fixture
+def flow(redis_client):
+    return ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), Backends(), inference_timeout_s=0.5)
+
+
+def text_scores(toxic: float):
+    async def score() -> TextScores:
+        return TextScores(categories={"toxic": toxic}, model_version="text-1")
+
+    return score
+
+
+async def test_a_review_decision_queues_an_item_with_the_scores_and_model_version(flow):
+    outcome = await flow.moderate(
+        caller(), kind="text", score=text_scores(0.6), threshold=None, reference="c-1", image_url=None
+    )
+    assert outcome.decision.decision == "review"
+    item = await flow.reviews.get(outcome.review_id, account="acme")
+    assert (item.reason, item.kind, item.reference, item.scores, item.model_version) == (
+        "model_flagged", "text", "c-1", {"toxic": 0.6}, "text-1"
+    )
+
+
+@pytest.mark.parametrize("toxic", [0.1, 0.9])
+async def test_allow_and_block_queue_nothing(flow, toxic):
+    outcome = await flow.moderate(caller(), kind="text", score=text_scores(toxic), threshold=None,
+                                  reference=None, image_url=None)
+    assert outcome.review_id is None
+    assert await flow.reviews.list(account="acme") == []
+
+
+async def test_every_moderation_takes_one_unit(flow):
+    for _ in range(3):
+        await flow.moderate(caller(), kind="text", score=text_scores(0.1), threshold=None,
+                            reference=None, image_url=None)
+    assert await flow.limits.quota_used("acme") == 3
+
+
+async def test_an_exhausted_quota_refuses_before_the_model_runs(flow):
+    calls = []
+
+    async def score():
+        calls.append(1)
+        return TextScores(categories={"toxic": 0.1}, model_version="text-1")
+
+    await flow.moderate(caller(quota=1), kind="text", score=score, threshold=None, reference=None, image_url=None)
+    with pytest.raises(QuotaExceeded):
+        await flow.moderate(caller(quota=1), kind="text", score=score, threshold=None, reference=None, image_url=None)
+    assert calls == [1]
+
+
+async def test_a_failing_model_is_model_unavailable_and_gives_the_unit_back(flow):
+    async def broken():
+        raise ConnectionError("replica gone")
+
+    with pytest.raises(ModelUnavailable):
+        await flow.moderate(caller(), kind="text", score=broken, threshold=None, reference=None, image_url=None)
+    assert await flow.limits.quota_used("acme") == 0
+
+
+async def test_a_model_past_the_timeout_is_model_unavailable_and_gives_the_unit_back(flow):
+    async def slow():
+        await asyncio.sleep(5)
+
+    with pytest.raises(ModelUnavailable):
+        await flow.moderate(caller(), kind="text", score=slow, threshold=None, reference=None, image_url=None)
+    assert await flow.limits.quota_used("acme") == 0
+
+
+async def test_a_failing_policy_decides_nothing_and_gives_the_unit_back(redis_client):
+    flow = ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), Backends(policy_fails=True), 0.5)
+    with pytest.raises(ModelUnavailable, match="policy"):
+        await flow.moderate(caller(), kind="text", score=text_scores(0.6), threshold=None,
+                            reference=None, image_url=None)
+    assert await flow.limits.quota_used("acme") == 0
+    assert await flow.reviews.list(account="acme") == []
+
+
+async def test_a_threshold_override_makes_the_decision_binary(flow):
+    outcome = await flow.moderate(caller(), kind="text", score=text_scores(0.6), threshold=0.7,
+                                  reference=None, image_url=None)
+    assert (outcome.decision.decision, outcome.decision.threshold, outcome.review_id) == ("allow", 0.7, None)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(None, None), ("0", 0.0), ("0.35", 0.35), ("1", 1.0)])
+def test_threshold_accepts_numbers_from_0_to_1(raw, expected):
+    assert parse_threshold(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["-0.1", "1.01", "nan", "NaN", "inf", "abc", ""])
+def test_threshold_refuses_anything_else(raw):
+    with pytest.raises(InvalidThreshold):
+        parse_threshold(raw)
+
+
+def test_a_plan_covers_only_its_scope():
+    require_scope(caller(scope="text").plan, "text")
+    with pytest.raises(ScopeNotCovered, match="image"):
+        require_scope(caller(scope="text").plan, "image")

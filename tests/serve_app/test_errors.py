@@ -1,0 +1,58 @@
+"""The one place exceptions become responses: domain errors map to their status and code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from models.image_decoding import ImageTooLarge, InvalidImage
+from moderation import errors as flow
+from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from serve_app.errors import DOMAIN_ERRORS, ApiError, api_error_of, error_response
+
+
+CASES = [
+    (flow.InvalidThreshold(), 400, "invalid_threshold"),
+    (InvalidImage("not an image"), 400, "invalid_image"),
+    (flow.QuotaExceeded(), 402, "quota_exceeded"),
+    (flow.ScopeNotCovered(), 403, "capability_required"),
+    (ReviewItemNotFound(7), 404, "not_found"),
+    (ReviewAlreadyDecided(7), 409, "already_decided"),
+    (flow.UploadTooLarge(), 413, "image_too_large"),
+    (ImageTooLarge(50_000_000, 40_000_000), 413, "image_too_large"),
+    (flow.TextTooLong(), 413, "text_too_long"),
+    (flow.ModelUnavailable(), 503, "inference_unavailable"),
+]
+
+
+@pytest.mark.parametrize(("exc", "status", "code"), CASES)
+def test_each_domain_error_answers_its_status_and_code(exc, status, code):
+    error = api_error_of(exc)
+    assert (error.status, error.code) == (status, code)
+
+
+def test_every_mapped_domain_error_is_covered_above():
+    assert {type(exc) for exc, _, _ in CASES} == set(DOMAIN_ERRORS)
+
+
+def test_the_body_is_the_documented_error_shape():
+    response = error_response(api_error_of(flow.TextTooLong("The text is above 10 characters.")))
+    assert json.loads(response.body) == {
+        "error": {"code": "text_too_long", "message": "The text is above 10 characters."}
+    }
+
+
+def test_review_errors_never_show_their_bare_id_as_the_message():
+    assert api_error_of(ReviewItemNotFound(7)).message == "No such review item."
+
+
+def test_a_retryable_error_carries_retry_after_in_whole_seconds():
+    assert error_response(api_error_of(flow.ModelUnavailable())).headers["retry-after"] == "5"
+    assert ApiError("x", retry_after_s=0.2).headers() == {"Retry-After": "1"}
+
+
+def test_an_unmapped_exception_is_a_plain_500():
+    error = api_error_of(RedisConnectionError("down"))
+    assert (error.status, error.code, error.message) == (500, "internal_error", "Internal error.")

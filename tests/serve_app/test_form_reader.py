@@ -1,0 +1,90 @@
+"""The streaming form reader: multipart and urlencoded bodies, in memory, with hard limits."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.requests import Request
+
+from serve_app.errors import InvalidRequest
+from serve_app.form_reader import MAX_FIELD_BYTES, MAX_PARTS, PartTooLarge, read_form
+
+pytestmark = pytest.mark.anyio
+BOUNDARY = "b0undary"
+
+
+def request_of(body: bytes, content_type: str, chunk_bytes: int = 7) -> Request:
+    """A Starlette request whose body arrives in small chunks, as from a slow client."""
+    chunks = [body[i : i + chunk_bytes] for i in range(0, len(body), chunk_bytes)] or [b""]
+
+    async def receive():
+        chunk = chunks.pop(0)
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-type", content_type.encode())]}
+    return Request(scope, receive)
+
+
+def multipart(*parts: tuple[str, bytes, str | None]) -> bytes:
+    body = b""
+    for name, data, filename in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        body += f"--{BOUNDARY}\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + data + b"\r\n"
+    return body + f"--{BOUNDARY}--\r\n".encode()
+
+
+MULTIPART = f"multipart/form-data; boundary={BOUNDARY}"
+
+
+async def test_fields_and_files_are_read_into_memory():
+    body = multipart(("reference", b"post-1", None), ("image", b"\x89PNG...", "a.png"))
+    form = await read_form(request_of(body, MULTIPART), max_file_bytes=100)
+    assert form.fields == {"reference": "post-1"}
+    assert form.files == {"image": b"\x89PNG..."}
+
+
+async def test_a_named_file_field_is_a_file_even_without_a_filename():
+    body = multipart(("image", b"bytes", None))
+    form = await read_form(request_of(body, MULTIPART), max_file_bytes=100, file_fields=frozenset({"image"}))
+    assert form.files == {"image": b"bytes"} and form.fields == {}
+
+
+async def test_a_file_over_the_limit_stops_the_read():
+    body = multipart(("image", b"x" * 101, "a.png"))
+    with pytest.raises(PartTooLarge):
+        await read_form(request_of(body, MULTIPART), max_file_bytes=100)
+
+
+async def test_a_field_over_its_limit_is_an_invalid_request():
+    body = multipart(("reference", b"r" * (MAX_FIELD_BYTES + 1), None))
+    with pytest.raises(InvalidRequest, match="too long"):
+        await read_form(request_of(body, MULTIPART, chunk_bytes=1024), max_file_bytes=100)
+
+
+async def test_too_many_parts_is_an_invalid_request():
+    body = multipart(*[(f"f{i}", b"v", None) for i in range(MAX_PARTS + 1)])
+    with pytest.raises(InvalidRequest, match="form parts"):
+        await read_form(request_of(body, MULTIPART), max_file_bytes=100)
+
+
+async def test_a_body_that_is_not_a_form_is_an_invalid_request():
+    with pytest.raises(InvalidRequest, match="multipart"):
+        await read_form(request_of(b'{"text": "hi"}', "application/json"), max_file_bytes=100)
+
+
+async def test_malformed_multipart_is_an_invalid_request():
+    with pytest.raises(InvalidRequest, match="malformed"):
+        await read_form(request_of(b"--wrong\r\ngarbage", MULTIPART), max_file_bytes=100)
+
+
+async def test_urlencoded_fields_are_read():
+    form = await read_form(
+        request_of(b"reference=post-9&image_url=https%3A%2F%2Fx.test%2Fa.jpg", "application/x-www-form-urlencoded"),
+        max_file_bytes=0,
+    )
+    assert form.fields == {"reference": "post-9", "image_url": "https://x.test/a.jpg"}
+
+
+async def test_an_oversized_urlencoded_body_is_an_invalid_request():
+    body = b"reference=" + b"r" * (MAX_FIELD_BYTES * MAX_PARTS + 1)
+    with pytest.raises(InvalidRequest, match="too large"):
+        await read_form(request_of(body, "application/x-www-form-urlencoded", 4096), max_file_bytes=0)
