@@ -161,7 +161,7 @@ class TransformersImageModel:
         cls, weights: str | None, *, labels: dict[str, list[str]], batch_size: int = 8
     ) -> TransformersImageModel:
         directory = _model_directory(weights)
-        # The PIL backend: the torchvision one would need torchvision, which must not be installed (DESIGN 2).
+        # The PIL backend: the torchvision one would need torchvision, which must not be installed (it pulls a CUDA torch).
         processor = AutoImageProcessor.from_pretrained(directory, local_files_only=True, backend="pil")
         model = _load_classifier(AutoModelForImageClassification, directory)
         return cls(processor, model, LabelMapping.from_config(model.config, labels, directory), batch_size)

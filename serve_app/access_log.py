@@ -1,4 +1,4 @@
-"""One metadata-only log line per request (DESIGN section 7): never the key, image or text."""
+"""One metadata-only log line per request: never the key, the image or the text."""
 
 from __future__ import annotations
 

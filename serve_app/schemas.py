@@ -1,4 +1,4 @@
-"""Request and response bodies of the public API (spec sections 2 and 4)."""
+"""Request and response bodies of the public API (README: Endpoints)."""
 
 from __future__ import annotations
 
@@ -55,11 +55,11 @@ class _Result(BaseModel, Generic[RawScores]):
 
 
 class ImageResult(_Result[ImageRawScores]):
-    """Spec 2.1."""
+    """The answer of POST /v1/moderate."""
 
 
 class TextResult(_Result[TextRawScores]):
-    """Spec 2.2, plus profile, blocked_by and review_id as for images (DESIGN.md section 3)."""
+    """The answer of POST /v1/moderate-text: the image result's fields, with text scores."""
 
 
 class ReportResult(BaseModel):

@@ -1,4 +1,4 @@
-"""The decision table of DESIGN.md section 3, one rule per test."""
+"""The decision table (README: Decisions), one rule per test."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rate limit and monthly quota, atomic in Redis (DESIGN section 5)."""
+"""Rate limit and monthly quota, atomic in Redis."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The review queue and content reports (DESIGN sections 4 and 5)."""
+"""The review queue and content reports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Keys, plans and profiles in Redis (DESIGN section 4)."""
+"""Keys, plans and profiles in Redis (README: Keys, plans, profiles and limits)."""
 
 from __future__ import annotations
 

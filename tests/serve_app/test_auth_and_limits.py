@@ -1,4 +1,4 @@
-"""Keys, account isolation, quota, rate limit and failing closed (DESIGN.md sections 4 to 6)."""
+"""Keys, account isolation, quota, rate limit and failing closed ."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /v1/report and GET /v1/review/{id} (spec 4.3, 4.4; DESIGN.md section 5)."""
+"""POST /v1/report and GET /v1/review/{id}."""
 
 from __future__ import annotations
 
