@@ -13,6 +13,9 @@ from PIL import Image
 from models.image_decoding import (
     MAX_FRAME_SIDE_PX,
     MAX_FRAMES,
+    MAX_SCAN_FRAMES,
+    MAX_TOTAL_PIXELS,
+    DecodeTimeout,
     ImageTooLarge,
     InvalidImage,
     decode_image,
@@ -20,6 +23,10 @@ from models.image_decoding import (
 )
 
 GENEROUS_MAX_PIXELS = 50_000_000
+PLAN_MAX_PIXELS = 40_000_000  # the default plan's limit
+# Hostile inputs must be answered well within this, on a shared 2-core CI machine; the unbounded decoder took
+# minutes for the GIF and the WebP, 2.5 s for the APNG and 5 s for the TIFF below.
+HOSTILE_TIME_BOUND_S = 3.0
 
 
 def encode(image: Image.Image, image_format: str, **options) -> bytes:
@@ -198,3 +205,176 @@ def test_animated_images_give_the_picked_frames_in_order(image_format):
     seen = [frame.getpixel((10, 10))[0] for frame in decoded.frames]
     expected = [levels[index] for index in pick_frame_indices(20)]
     assert seen == pytest.approx(expected, abs=3)
+
+
+# --- Hostile files, written byte by byte (Pillow would take minutes to write 100,000 frames) ---
+
+
+def gif_with_frames(screen: tuple[int, int], boxes: list[tuple[int, int, int, int]]) -> bytes:
+    """A GIF whose frames are (x, y, w, h) boxes; each holds one LZW-coded pixel (a larger box is truncated data)."""
+    out = bytearray(b"GIF89a" + struct.pack("<HHBBB", *screen, 0x80, 0, 0) + b"\x00\x00\x00\xff\xff\xff")
+    for box in boxes:
+        out += b"\x2c" + struct.pack("<HHHHB", *box, 0) + b"\x02\x02\x44\x01\x00"  # clear, pixel 0, end
+    return bytes(out + b"\x3b")
+
+
+def one_pixel_gif_frames(count: int, screen: tuple[int, int]) -> bytes:
+    one = gif_with_frames(screen, [(0, 0, 1, 1)])
+    frame = one[19:-1]
+    return one[:19] + frame * count + b"\x3b"
+
+
+def png_chunk(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+
+def apng_one_pixel_frames(count: int, canvas: tuple[int, int]) -> bytes:
+    """An APNG: a blank full canvas, then count - 1 frames of one pixel each."""
+    width, height = canvas
+    data = b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+    data += png_chunk(b"acTL", struct.pack(">II", count, 0))
+    data += png_chunk(b"fcTL", struct.pack(">IIIIIHHBB", 0, width, height, 0, 0, 1, 100, 0, 0))
+    data += png_chunk(b"IDAT", zlib.compress(bytes((width + 1) * height), 1))
+    pixel = zlib.compress(b"\x00\x00")
+    frames = []
+    for sequence in range(1, 2 * count - 1, 2):
+        frames.append(png_chunk(b"fcTL", struct.pack(">IIIIIHHBB", sequence, 1, 1, 0, 0, 1, 100, 0, 0)))
+        frames.append(png_chunk(b"fdAT", struct.pack(">I", sequence + 1) + pixel))
+    return data + b"".join(frames) + png_chunk(b"IEND", b"")
+
+
+def webp_one_pixel_frames(count: int, canvas: tuple[int, int]) -> bytes:
+    """An animated WebP: count frames of one lossless pixel on a large canvas."""
+    one = encode(Image.new("RGB", (1, 1)), "WEBP", lossless=True)
+    vp8l = one[12:]  # the single VP8L chunk
+
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        return kind + struct.pack("<I", len(payload)) + payload + b"\x00" * (len(payload) & 1)
+
+    def u24(value: int) -> bytes:
+        return struct.pack("<I", value)[:3]
+
+    body = b"WEBP" + chunk(b"VP8X", b"\x02\x00\x00\x00" + u24(canvas[0] - 1) + u24(canvas[1] - 1))
+    body += chunk(b"ANIM", struct.pack("<IH", 0, 0))
+    body += chunk(b"ANMF", u24(0) * 4 + u24(100) + b"\x00" + vp8l) * count
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def tiff_pages(sizes: list[tuple[int, int]]) -> bytes:
+    """A little-endian 8-bit greyscale TIFF, one page per size; every page points at the same 1-pixel strip."""
+    entries, ifd_bytes = 8, 2 + 8 * 12 + 4
+    strip_at = 8 + len(sizes) * ifd_bytes
+    out = bytearray(b"II*\x00" + struct.pack("<I", 8))
+    for index, (width, height) in enumerate(sizes):
+        following = 0 if index == len(sizes) - 1 else 8 + (index + 1) * ifd_bytes
+        tags = [(256, width), (257, height), (258, 8), (259, 1), (262, 1), (273, strip_at), (278, height), (279, 1)]
+        out += struct.pack("<H", entries)
+        for tag, value in tags:
+            out += struct.pack("<HHII", tag, 4, 1, value)
+        out += struct.pack("<I", following)
+    return bytes(out + b"\x80")
+
+
+def timed(call):
+    started = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - started
+
+
+# --- One test per attack: the outcome and a time bound ---
+
+
+def test_a_gif_of_100k_one_pixel_frames_on_a_40_mp_screen_is_answered_quickly():
+    data = one_pixel_gif_frames(100_000, (10_000, 4_000))  # 1.5 MB
+    assert len(data) < 2_000_000
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < HOSTILE_TIME_BOUND_S
+    assert decoded.frame_count == MAX_SCAN_FRAMES + 1  # counted up to the cap, not walked to the end
+    assert len(decoded.frames) == MAX_TOTAL_PIXELS // 40_000_000  # only as many 40 MP screens as fit the budget
+
+
+def test_a_gif_of_100k_frames_on_a_small_screen_gives_8_frames_of_the_window_quickly():
+    decoded, seconds = timed(lambda: decode_image(one_pixel_gif_frames(100_000, (1000, 1000)), PLAN_MAX_PIXELS))
+
+    assert seconds < HOSTILE_TIME_BOUND_S
+    assert len(decoded.frames) == MAX_FRAMES
+
+
+def test_an_apng_of_5000_frames_on_a_16_mp_canvas_is_answered_quickly():
+    data = apng_one_pixel_frames(5_000, (4_000, 4_000))
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < HOSTILE_TIME_BOUND_S
+    assert decoded.frame_count == 5_000  # from acTL: the header's count costs nothing
+    assert len(decoded.frames) == MAX_TOTAL_PIXELS // 16_000_000
+
+
+def test_an_animated_webp_of_100k_frames_is_answered_quickly():
+    data = webp_one_pixel_frames(100_000, (4_000, 4_000))
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < HOSTILE_TIME_BOUND_S
+    assert decoded.frame_count == 100_000
+    assert len(decoded.frames) == MAX_TOTAL_PIXELS // 16_000_000
+
+
+def test_a_tiff_of_30k_pages_is_not_walked_to_the_end():
+    decoded, seconds = timed(lambda: decode_image(tiff_pages([(1, 1)] * 30_000), PLAN_MAX_PIXELS))
+
+    assert seconds < HOSTILE_TIME_BOUND_S
+    assert decoded.frame_count == MAX_SCAN_FRAMES + 1
+    assert len(decoded.frames) == MAX_FRAMES
+
+
+def test_a_tiff_whose_later_page_is_huge_is_too_large_before_decoding():
+    data = tiff_pages([(8, 8), (8, 8), (20_000, 20_000)])
+
+    started = time.perf_counter()
+    with pytest.raises(ImageTooLarge) as raised:
+        decode_image(data, PLAN_MAX_PIXELS)
+
+    assert time.perf_counter() - started < HOSTILE_TIME_BOUND_S
+    assert (raised.value.pixels, raised.value.max_pixels) == (400_000_000, PLAN_MAX_PIXELS)
+
+
+def test_a_gif_whose_later_frame_grows_the_screen_past_the_plan_is_too_large_before_decoding():
+    data = gif_with_frames((100, 100), [(0, 0, 1, 1), (0, 0, 1, 1), (0, 0, 1000, 1000)])
+
+    started = time.perf_counter()
+    with pytest.raises(ImageTooLarge) as raised:
+        decode_image(data, max_pixels=50_000)
+
+    assert time.perf_counter() - started < HOSTILE_TIME_BOUND_S
+    assert (raised.value.pixels, raised.value.max_pixels) == (1_000_000, 50_000)
+
+
+def test_an_mpo_whose_second_frame_is_over_the_plan_is_too_large():
+    buffer = io.BytesIO()
+    solid(10, (100, 100)).save(buffer, "MPO", save_all=True, append_images=[solid(200, (400, 400))])
+
+    assert decode_image(buffer.getvalue(), max_pixels=160_000).frame_count == 2
+    with pytest.raises(ImageTooLarge) as raised:
+        decode_image(buffer.getvalue(), max_pixels=50_000)
+    assert raised.value.pixels == 160_000
+
+
+def test_a_passed_deadline_stops_decoding_before_the_next_frame():
+    data = encode(solid(0), "GIF", save_all=True, append_images=[solid(50), solid(100)])
+
+    with pytest.raises(DecodeTimeout):
+        decode_image(data, GENEROUS_MAX_PIXELS, deadline=time.monotonic() - 1)
+    assert len(decode_image(data, GENEROUS_MAX_PIXELS, deadline=time.monotonic() + 60).frames) == 3
+
+
+def test_a_small_animated_gif_gives_every_frame():
+    levels = [0, 60, 120, 180, 240]
+    data = encode(solid(0), "GIF", save_all=True, append_images=[solid(level) for level in levels[1:]], duration=80)
+
+    decoded = decode_image(data, GENEROUS_MAX_PIXELS)
+
+    assert decoded.frame_count == len(levels)
+    assert [frame.getpixel((10, 10))[0] for frame in decoded.frames] == pytest.approx(levels, abs=3)
