@@ -40,9 +40,8 @@ from PIL import Image
 MAX_FRAMES = 8
 MAX_FRAME_SIDE_PX = 512
 # Sum of width x height over the frames walked for one upload. 100 M pixels keeps the worst case (two frames of
-# a 40 MP screen, a plan's maximum) at 0.5-1.2 s on one core, and still admits 8 frames of 12 MP (a 4000x3000
-# animation) or 8 A4 pages scanned at 300 dpi; it is never below the plan's max_pixels, so a still image that fits
-# the plan always fits.
+# a 40 MP screen, a plan's maximum) at 0.5-1.2 s on one core; a 12 MP (4000x3000) animation still gets all 8
+# picks, a larger screen fewer. Never below the plan's max_pixels, so a still image that fits the plan fits.
 MAX_TOTAL_PIXELS = 100_000_000
 # Frames walked at most, whatever their size: past this, per-frame overhead (a few hundred microseconds for a
 # one-pixel frame) would add up. 256 frames is 10-25 s of a typical GIF; a later frame is not looked at.

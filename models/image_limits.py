@@ -28,8 +28,8 @@ DECODE_WORKERS = 2
 # Decodes that may wait for a worker. A typical upload decodes in 10-25 ms, so 8 waiting is ~0.1 s of queue;
 # a longer queue only delays the 503 that overload ends in anyway.
 DECODE_MAX_WAITING = 8
-# The bounded worst case (two frames of a 40 MP screen, then refused) takes ~0.7 s on one quiet core; 3 s leaves
-# room for a busy shared box and stays far below the 30 s a request may take end to end.
+# The bounded worst cases measured (two frames of a 40 MP screen; one 40 MP progressive JPEG or WebP frame) take
+# 0.5-1.6 s on one core; 3 s leaves room for a busy shared box, far below the 30 s a request may take end to end.
 DECODE_DEADLINE_S = 3.0
 # What DecodeBusy suggests as Retry-After: the queue drains in well under a second.
 RETRY_AFTER_S = 1
