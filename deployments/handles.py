@@ -9,7 +9,7 @@ from ray.serve.handle import DeploymentHandle
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
-from models.text_scoring import TextScores
+from models.text_scoring import TextRequest, TextScores
 
 
 class ServeBackends:
@@ -19,8 +19,8 @@ class ServeBackends:
     async def score_image(self, request: ImageRequest) -> ImageScores:
         return await self._image.score.remote(request)
 
-    async def score_text(self, text: str) -> TextScores:
-        return await self._text.score.remote(text)
+    async def score_text(self, request: TextRequest) -> TextScores:
+        return await self._text.score.remote(request)
 
     async def decide(
         self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None

@@ -37,10 +37,9 @@ class ImageModel:
 
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
-        scorer = self._scorer
-        # A category the profile enables but this deployment does not serve is left out.
-        served = [ImageRequest(r.frames, tuple(c for c in r.categories if c in scorer.categories)) for r in requests]
-        return await asyncio.to_thread(scorer.score, served)
+        # A category the profile enables but this deployment does not serve fails the batch
+        # (a 503 to the client), never an answer that skips it.
+        return await asyncio.to_thread(self._scorer.score, requests)
 
     def model_versions(self) -> dict[str, str]:
         if self._scorer is None:

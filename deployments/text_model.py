@@ -14,7 +14,7 @@ from ray import serve
 from deployments.threads import limit_compute_threads
 from models.model_set import ModelSet, wanted_entries
 from models.tasks import TEXT_TASKS
-from models.text_scoring import TextScorer, TextScores
+from models.text_scoring import TextRequest, TextScorer, TextScores
 
 # serve_config.yaml keeps max_ongoing_requests at or above the batch size, or batches are capped.
 MAX_BATCH_SIZE = 16
@@ -36,8 +36,8 @@ class TextModel:
         self._models, self._scorer = models, models.text_scorer()
 
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
-    async def score(self, texts: list[str]) -> list[TextScores]:
-        return await asyncio.to_thread(self._scorer.score, texts)
+    async def score(self, requests: list[TextRequest]) -> list[TextScores]:
+        return await asyncio.to_thread(self._scorer.score, requests)
 
     def model_versions(self) -> dict[str, str]:
         if self._scorer is None:

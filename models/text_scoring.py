@@ -1,8 +1,9 @@
-"""Score a batch of texts with the text model: the text twin of `models.image_scoring`.
+"""Score a batch of text requests with the text model: the text twin of `models.image_scoring`.
 
-The text model's `predict` returns, per text, a score for each category it serves (`toxic` at least).
-The scorer keeps those categories and stamps the version they came from, so a response always names
-the model that produced its scores.
+The text model's `predict` returns, per text, a score for every category it serves (`toxic` at least).
+Each request names the categories its profile enables; it gets exactly those back. A request for a
+category the model does not serve is refused rather than answered without it: a profile that enables
+a category must never be decided as if the content were clean.
 """
 
 from __future__ import annotations
@@ -18,9 +19,19 @@ class TextModel(Protocol):
 
 
 @dataclass(frozen=True)
+class TextRequest:
+    text: str
+    categories: tuple[str, ...]  # enabled categories; always includes "toxic"
+
+
+@dataclass(frozen=True)
 class TextScores:
     categories: dict[str, float]
     model_version: str
+
+
+class CategoryNotServed(LookupError):
+    """A request enabled a category that the served model does not score."""
 
 
 class TextScorer:
@@ -28,14 +39,20 @@ class TextScorer:
         self._model = model
         self.version = version
 
-    def score(self, texts: list[str]) -> list[TextScores]:
-        predictions = self._model.predict(texts)
-        if len(predictions) != len(texts):
-            raise ValueError(f"the text model answered {len(predictions)} results for {len(texts)} texts")
-        return [TextScores(categories=self._categories(p), model_version=self.version) for p in predictions]
+    def score(self, requests: list[TextRequest]) -> list[TextScores]:
+        for request in requests:
+            if TOXIC not in request.categories:
+                raise ValueError("every text request is scored for toxic")
+        predictions = self._model.predict([request.text for request in requests])
+        if len(predictions) != len(requests):
+            raise ValueError(f"the text model answered {len(predictions)} results for {len(requests)} texts")
+        return [self._scores_of(request, prediction) for request, prediction in zip(requests, predictions)]
 
-    @staticmethod
-    def _categories(prediction: dict[str, float]) -> dict[str, float]:
-        if TOXIC not in prediction:
-            raise ValueError("the text model must score 'toxic'")
-        return {category: float(score) for category, score in prediction.items()}
+    def _scores_of(self, request: TextRequest, prediction: dict[str, float]) -> TextScores:
+        missing = [category for category in request.categories if category not in prediction]
+        if missing:
+            raise CategoryNotServed(f"{self.version} does not score {missing}")
+        return TextScores(
+            categories={category: float(prediction[category]) for category in request.categories},
+            model_version=self.version,
+        )

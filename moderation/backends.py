@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from models.text_scoring import TextScores
+from models.text_scoring import TextRequest, TextScores
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the image types pull Pillow; the ingress imports them lazil
 class ModelBackends(Protocol):
     async def score_image(self, request: ImageRequest) -> ImageScores: ...
 
-    async def score_text(self, text: str) -> TextScores: ...
+    async def score_text(self, request: TextRequest) -> TextScores: ...
 
     async def decide(
         self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None

@@ -1,14 +1,17 @@
-"""The steps every moderation request takes once its input is read.
+"""The steps every moderation request takes once its body is read.
 
-Take a quota unit, score, decide, queue a `review` decision, and give the unit back if
-the request then fails on the service's side. Route handlers parse and validate the
-request; this module runs the rest and raises `moderation.errors`, never HTTP errors.
+Take a quota unit, prepare the model's input (decode an image), score, decide, queue a
+`review` decision. The unit is taken before any costly work, and given back to the month
+it was taken from if the request then fails (invalid content or our own failure); a
+client that hangs up mid-request keeps it spent, since the work was done. Route handlers
+read the body; this module runs the rest and raises `moderation.errors`, never HTTP errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -34,6 +37,7 @@ class Scored(Protocol):
 
 
 S = TypeVar("S", bound=Scored)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class Caller:
 
 
 @dataclass(frozen=True)
-class Moderated(Generic[S]):
+class Moderated(Generic[R, S]):
+    prepared: R  # the model's input (the decoded image, whose size the access log notes)
     scored: S  # the model's own answer (the image result needs its `safe` score)
     decision: Decision
     review_id: int | None
@@ -92,14 +97,16 @@ class ModerationFlow:
         caller: Caller,
         *,
         kind: ContentKind,
-        score: Callable[[], Awaitable[S]],
+        prepare: Callable[[], Awaitable[R]],
+        score: Callable[[R], Awaitable[S]],
         threshold: float | None,
         reference: str | None,
         image_url: str | None,
-    ) -> Moderated[S]:
-        """Charge a unit, run `score()` (a model call), decide, queue a review."""
+    ) -> Moderated[R, S]:
+        """Charge a unit, `prepare()` the input, `score()` it (a model call), decide, queue a review."""
         async with _Charged(self.limits, caller):
-            scored = await self._call_model(score(), "model")
+            prepared = await prepare()
+            scored = await self._call_model(score(prepared), "model")
             decision = await self._call_model(
                 self.backends.decide(scored.categories, caller.profile, kind, threshold), "policy"
             )
@@ -115,7 +122,7 @@ class ModerationFlow:
                     model_version=scored.model_version,
                 )
                 review_id = item.id
-        return Moderated(scored=scored, decision=decision, review_id=review_id)
+        return Moderated(prepared=prepared, scored=scored, decision=decision, review_id=review_id)
 
     async def _call_model(self, call: Awaitable[S], what: str) -> S:
         """Await a model or policy call; a failure or a timeout is ModelUnavailable (the client may retry)."""
@@ -131,24 +138,26 @@ class ModerationFlow:
 
 
 class _Charged:
-    """Takes one quota unit on entry; gives it back when the request fails on the service's side."""
+    """Takes one quota unit on entry; gives it back when the request fails.
+
+    Any exception gives it back: invalid content (4xx) takes no unit and our failures
+    (5xx) cost the client nothing. A cancelled request (the client hung up) keeps it:
+    cancellation is not an Exception, and the work was spent. The unit goes back to the
+    month it was taken from, even when the request straddled a month's end.
+    """
 
     def __init__(self, limits: Limits, caller: Caller):
         self.limits, self.caller = limits, caller
+        self.charged_at = time.time()
 
     async def __aenter__(self) -> _Charged:
-        if not await self.limits.take_quota(self.caller.account, self.caller.plan.monthly_quota):
+        if not await self.limits.take_quota(self.caller.account, self.caller.plan.monthly_quota, self.charged_at):
             raise QuotaExceeded()
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
-        # A refused request (a ModerationError other than ModelUnavailable) keeps its unit:
-        # it was valid and counted. Only our own failures give it back.
-        failed_on_our_side = exc is not None and (
-            not isinstance(exc, ModerationError) or isinstance(exc, ModelUnavailable)
-        )
-        if failed_on_our_side:
+        if isinstance(exc, Exception):
             try:
-                await self.limits.give_back_quota(self.caller.account)
+                await self.limits.give_back_quota(self.caller.account, self.charged_at)
             except Exception:  # the store is down too: nothing more to do
                 log.warning("could not give back a quota unit of %s", self.caller.account)

@@ -14,7 +14,7 @@ from models.image_scoring import ImageRequest, ImageScores
 from models.model_set import ModelSet, wanted_entries
 from models.registry import DEFAULT_REGISTRY
 from models.tasks import TASKS
-from models.text_scoring import TextScores
+from models.text_scoring import TextRequest, TextScores
 from policy.decisions import Decision, decide
 from policy.types import ContentKind, Profile
 
@@ -29,8 +29,8 @@ class LocalBackends:
     async def score_image(self, request: ImageRequest) -> ImageScores:
         return (await asyncio.to_thread(self._image.score, [request]))[0]
 
-    async def score_text(self, text: str) -> TextScores:
-        return (await asyncio.to_thread(self._text.score, [text]))[0]
+    async def score_text(self, request: TextRequest) -> TextScores:
+        return (await asyncio.to_thread(self._text.score, [request]))[0]
 
     async def decide(
         self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None

@@ -17,7 +17,8 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from models.image_decoding import ImageTooLarge, InvalidImage
+from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
+from models.image_limits import DecodeBusy
 from moderation import errors as flow
 from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 
@@ -94,6 +95,8 @@ DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
     ImageTooLarge: (413, "image_too_large", None),
     flow.TextTooLong: (413, "text_too_long", None),
     flow.ModelUnavailable: (503, "inference_unavailable", 5),
+    DecodeBusy: (503, "overloaded", 1),
+    DecodeTimeout: (503, "overloaded", 1),
 }
 # The review queue's exceptions carry a bare id, not a sentence for the client.
 CLIENT_MESSAGES = {

@@ -7,10 +7,9 @@ import json
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
-from models.image_decoding import decode_image
 from models.image_scoring import ImageRequest
+from models.text_scoring import TextRequest
 from moderation.errors import ModelUnavailable, TextTooLong, UploadTooLarge
 from moderation.flow import Caller, Moderated, parse_threshold, require_scope
 from serve_app import errors
@@ -64,17 +63,25 @@ async def moderate_image(
     data = form.files.get("image") or form.files.get("file")
     if not data:
         raise errors.NoImage()
-    image = await run_in_threadpool(decode_image, data, caller.plan.image_max_pixels)
-    request.state.log_fields.update(
-        bytes=len(data), format=image.format, width=image.width, height=image.height
-    )
+    request.state.log_fields.update(bytes=len(data))
+    categories = tuple(caller.profile.enabled_categories("image"))
 
-    scoring = ImageRequest(frames=image.frames, categories=tuple(caller.profile.enabled_categories("image")))
+    # Decoding runs inside the flow, after the quota unit is taken: no pixel is decoded for a
+    # caller without quota.
     outcome = await svc.flow.moderate(
-        caller, kind="image", score=lambda: svc.backends.score_image(scoring), threshold=override,
-        reference=form.fields.get("reference"), image_url=form.fields.get("image_url"),
+        caller,
+        kind="image",
+        prepare=lambda: svc.decoder.decode(data, caller.plan.image_max_pixels),
+        score=lambda image: svc.backends.score_image(ImageRequest(frames=image.frames, categories=categories)),
+        threshold=override,
+        reference=form.fields.get("reference"),
+        image_url=form.fields.get("image_url"),
     )
-    request.state.log_fields.update(scores=outcome.scores, decision=outcome.decision.decision)
+    image = outcome.prepared
+    request.state.log_fields.update(
+        format=image.format, width=image.width, height=image.height,
+        scores=outcome.scores, decision=outcome.decision.decision,
+    )
     return ImageResult(
         scores=ImageRawScores(nsfw=outcome.scores["nsfw"], safe=outcome.scored.safe), **_result_fields(outcome)
     )
@@ -99,8 +106,13 @@ async def moderate_text(
         raise too_long
     request.state.log_fields.update(text_chars=len(payload.text))
 
+    scoring = TextRequest(text=payload.text, categories=tuple(caller.profile.enabled_categories("text")))
+
+    async def prepare() -> TextRequest:
+        return scoring
+
     outcome = await svc.flow.moderate(
-        caller, kind="text", score=lambda: svc.backends.score_text(payload.text), threshold=override,
+        caller, kind="text", prepare=prepare, score=svc.backends.score_text, threshold=override,
         reference=payload.reference, image_url=payload.image_url,
     )
     unsafe = outcome.scores["toxic"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
+from models.image_limits import ImageDecoder
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from policy.limits import Limits
@@ -20,6 +21,7 @@ class Services:
     reviews: ReviewQueue
     backends: ModelBackends
     flow: ModerationFlow
+    decoder: ImageDecoder
     admin_token: str | None = None
 
     @classmethod
@@ -41,5 +43,6 @@ class Services:
             reviews=reviews,
             backends=backends,
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
+            decoder=ImageDecoder(),
             admin_token=admin_token,
         )

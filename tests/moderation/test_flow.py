@@ -9,7 +9,9 @@ import asyncio
 
 import pytest
 
+from models.image_decoding import InvalidImage
 from models.text_scoring import TextScores
+from moderation import flow as flow_module
 from moderation.errors import InvalidThreshold, ModelUnavailable, QuotaExceeded, ScopeNotCovered
 from moderation.flow import Caller, ModerationFlow, parse_threshold, require_scope
 from policy.decisions import decide
@@ -45,8 +47,12 @@ def flow(redis_client):
     return ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), Backends(), inference_timeout_s=0.5)
 
 
+async def no_preparation() -> None:
+    return None
+
+
 def text_scores(toxic: float):
-    async def score() -> TextScores:
+    async def score(_prepared) -> TextScores:
         return TextScores(categories={"toxic": toxic}, model_version="text-1")
 
     return score
@@ -54,7 +60,7 @@ def text_scores(toxic: float):
 
 async def test_a_review_decision_queues_an_item_with_the_scores_and_model_version(flow):
     outcome = await flow.moderate(
-        caller(), kind="text", score=text_scores(0.6), threshold=None, reference="c-1", image_url=None
+        caller(), kind="text", prepare=no_preparation, score=text_scores(0.6), threshold=None, reference="c-1", image_url=None
     )
     assert outcome.decision.decision == "review"
     item = await flow.reviews.get(outcome.review_id, account="acme")
@@ -65,7 +71,7 @@ async def test_a_review_decision_queues_an_item_with_the_scores_and_model_versio
 
 @pytest.mark.parametrize("toxic", [0.1, 0.9])
 async def test_allow_and_block_queue_nothing(flow, toxic):
-    outcome = await flow.moderate(caller(), kind="text", score=text_scores(toxic), threshold=None,
+    outcome = await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(toxic), threshold=None,
                                   reference=None, image_url=None)
     assert outcome.review_id is None
     assert await flow.reviews.list(account="acme") == []
@@ -73,7 +79,7 @@ async def test_allow_and_block_queue_nothing(flow, toxic):
 
 async def test_every_moderation_takes_one_unit(flow):
     for _ in range(3):
-        await flow.moderate(caller(), kind="text", score=text_scores(0.1), threshold=None,
+        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(0.1), threshold=None,
                             reference=None, image_url=None)
     assert await flow.limits.quota_used("acme") == 3
 
@@ -81,45 +87,91 @@ async def test_every_moderation_takes_one_unit(flow):
 async def test_an_exhausted_quota_refuses_before_the_model_runs(flow):
     calls = []
 
-    async def score():
+    async def score(_prepared):
         calls.append(1)
         return TextScores(categories={"toxic": 0.1}, model_version="text-1")
 
-    await flow.moderate(caller(quota=1), kind="text", score=score, threshold=None, reference=None, image_url=None)
+    await flow.moderate(caller(quota=1), kind="text", prepare=no_preparation, score=score, threshold=None, reference=None, image_url=None)
     with pytest.raises(QuotaExceeded):
-        await flow.moderate(caller(quota=1), kind="text", score=score, threshold=None, reference=None, image_url=None)
+        await flow.moderate(caller(quota=1), kind="text", prepare=no_preparation, score=score, threshold=None, reference=None, image_url=None)
     assert calls == [1]
 
 
-async def test_a_failing_model_is_model_unavailable_and_gives_the_unit_back(flow):
-    async def broken():
+async def test_invalid_content_found_while_preparing_gives_the_unit_back_and_keeps_its_error(flow):
+    calls = []
+
+    async def undecodable():
+        raise InvalidImage("not an image")
+
+    async def score(_prepared):
+        calls.append(1)
+
+    with pytest.raises(InvalidImage):
+        await flow.moderate(caller(), kind="image", prepare=undecodable, score=score, threshold=None,
+                            reference=None, image_url=None)
+    assert calls == [] and await flow.limits.quota_used("acme") == 0
+
+
+async def test_a_client_that_hangs_up_mid_request_keeps_its_unit_spent(flow):
+    started = asyncio.Event()
+
+    async def slow(_prepared):
+        started.set()
+        await asyncio.sleep(5)
+
+    task = asyncio.create_task(flow.moderate(caller(), kind="text", prepare=no_preparation, score=slow,
+                                             threshold=None, reference=None, image_url=None))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await flow.limits.quota_used("acme") == 1
+
+
+async def test_the_unit_goes_back_to_the_month_it_was_taken_from(flow, monkeypatch):
+    charged_at = 1_798_761_599.0  # 2026-12-31 23:59:59 UTC
+    monkeypatch.setattr(flow_module.time, "time", lambda: charged_at)
+
+    async def broken_after_midnight(_prepared):
+        monkeypatch.setattr(flow_module.time, "time", lambda: charged_at + 2)  # 2027-01-01
         raise ConnectionError("replica gone")
 
     with pytest.raises(ModelUnavailable):
-        await flow.moderate(caller(), kind="text", score=broken, threshold=None, reference=None, image_url=None)
+        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=broken_after_midnight,
+                            threshold=None, reference=None, image_url=None)
+    assert await flow.limits.quota_used("acme", now=charged_at) == 0
+    assert await flow.limits.quota_used("acme", now=charged_at + 2) == 0
+
+
+async def test_a_failing_model_is_model_unavailable_and_gives_the_unit_back(flow):
+    async def broken(_prepared):
+        raise ConnectionError("replica gone")
+
+    with pytest.raises(ModelUnavailable):
+        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=broken, threshold=None, reference=None, image_url=None)
     assert await flow.limits.quota_used("acme") == 0
 
 
 async def test_a_model_past_the_timeout_is_model_unavailable_and_gives_the_unit_back(flow):
-    async def slow():
+    async def slow(_prepared):
         await asyncio.sleep(5)
 
     with pytest.raises(ModelUnavailable):
-        await flow.moderate(caller(), kind="text", score=slow, threshold=None, reference=None, image_url=None)
+        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=slow, threshold=None, reference=None, image_url=None)
     assert await flow.limits.quota_used("acme") == 0
 
 
 async def test_a_failing_policy_decides_nothing_and_gives_the_unit_back(redis_client):
     flow = ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), Backends(policy_fails=True), 0.5)
     with pytest.raises(ModelUnavailable, match="policy"):
-        await flow.moderate(caller(), kind="text", score=text_scores(0.6), threshold=None,
+        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(0.6), threshold=None,
                             reference=None, image_url=None)
     assert await flow.limits.quota_used("acme") == 0
     assert await flow.reviews.list(account="acme") == []
 
 
 async def test_a_threshold_override_makes_the_decision_binary(flow):
-    outcome = await flow.moderate(caller(), kind="text", score=text_scores(0.6), threshold=0.7,
+    outcome = await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(0.6), threshold=0.7,
                                   reference=None, image_url=None)
     assert (outcome.decision.decision, outcome.decision.threshold, outcome.review_id) == ("allow", 0.7, None)
 

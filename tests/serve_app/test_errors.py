@@ -7,7 +7,8 @@ import json
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from models.image_decoding import ImageTooLarge, InvalidImage
+from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
+from models.image_limits import DecodeBusy
 from moderation import errors as flow
 from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 from serve_app.errors import DOMAIN_ERRORS, ApiError, api_error_of, error_response
@@ -24,6 +25,8 @@ CASES = [
     (ImageTooLarge(50_000_000, 40_000_000), 413, "image_too_large"),
     (flow.TextTooLong(), 413, "text_too_long"),
     (flow.ModelUnavailable(), 503, "inference_unavailable"),
+    (DecodeBusy("all decode workers busy"), 503, "overloaded"),
+    (DecodeTimeout("decoding took too long"), 503, "overloaded"),
 ]
 
 

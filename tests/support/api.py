@@ -15,7 +15,7 @@ from PIL import Image
 
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import decide
-from models.text_scoring import TextScores
+from models.text_scoring import TextRequest, TextScores
 from runtime.bootstrap import load_plans, load_profiles
 from runtime.settings import PROJECT_ROOT
 
@@ -37,9 +37,11 @@ class StubBackends:
 
     image_scores: dict[str, float] = field(default_factory=lambda: {"nsfw": 0.05})
     toxic: float = 0.05
+    text_scores: dict[str, float] = field(default_factory=dict)  # the other text categories
     failing: bool = False
     image_calls: list[ImageRequest] = field(default_factory=list)
     text_calls: list[str] = field(default_factory=list)
+    text_requests: list[TextRequest] = field(default_factory=list)
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
         self.image_calls.append(request)
@@ -48,11 +50,13 @@ class StubBackends:
         scores = {c: self.image_scores.get(c, 0.0) for c in request.categories}
         return ImageScores(categories=scores, safe=1 - scores["nsfw"], model_version="nsfw=stub-1")
 
-    async def score_text(self, text: str) -> TextScores:
-        self.text_calls.append(text)
+    async def score_text(self, request: TextRequest) -> TextScores:
+        self.text_calls.append(request.text)
+        self.text_requests.append(request)
         if self.failing:
             raise ConnectionError("model replica gone")
-        return TextScores(categories={"toxic": self.toxic}, model_version="stub-text-1")
+        scores = {c: self.toxic if c == "toxic" else self.text_scores.get(c, 0.0) for c in request.categories}
+        return TextScores(categories=scores, model_version="stub-text-1")
 
     async def decide(self, scores, profile, kind, threshold):
         return decide(scores, profile, kind, threshold)
