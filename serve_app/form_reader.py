@@ -61,7 +61,14 @@ async def _read_urlencoded(request: Request) -> Form:
         body += chunk
         if len(body) > MAX_FIELD_BYTES * MAX_PARTS:
             raise InvalidRequest("The form is too large.")
-    return Form(fields=dict(parse_qsl(body.decode("utf-8", "replace"))))
+    pairs = parse_qsl(body.decode("utf-8", "replace"))
+    if len(pairs) > MAX_PARTS:
+        raise InvalidRequest(f"At most {MAX_PARTS} form fields are accepted.")
+    # The same per-field cap as multipart: a report must not store more than a reference's worth.
+    for name, value in pairs:
+        if len(value.encode()) > MAX_FIELD_BYTES:
+            raise InvalidRequest(f"The form field {name!r} is too long.")
+    return Form(fields=dict(pairs))
 
 
 async def _read_multipart(

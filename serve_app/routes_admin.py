@@ -17,8 +17,10 @@ from policy.limits import month_of
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
 from serve_app import errors
 from serve_app.auth import require_admin, services
+from serve_app.schemas import review_id_of
 
-router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
+# Not in the public OpenAPI document: the admin API is for operators, not for API clients.
+router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)], include_in_schema=False)
 
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -128,14 +130,18 @@ async def list_reviews(
 
 
 @router.get("/reviews/{item_id}", response_model=ReviewItem)
-async def get_review(item_id: int, request: Request) -> ReviewItem:
-    item = await services(request).reviews.get(item_id)
+async def get_review(item_id: str, request: Request) -> ReviewItem:
+    review_id = review_id_of(item_id)
+    item = None if review_id is None else await services(request).reviews.get(review_id)
     if item is None:
         raise errors.NotFound("No such review item.")
     return item
 
 
 @router.post("/reviews/{item_id}/decision", response_model=ReviewItem)
-async def decide_review(item_id: int, body: ReviewDecision, request: Request) -> ReviewItem:
+async def decide_review(item_id: str, body: ReviewDecision, request: Request) -> ReviewItem:
+    review_id = review_id_of(item_id)
+    if review_id is None:
+        raise errors.NotFound("No such review item.")
     # ReviewItemNotFound and ReviewAlreadyDecided answer 404 and 409 (serve_app.errors).
-    return await services(request).reviews.decide(item_id, body.status)
+    return await services(request).reviews.decide(review_id, body.status)

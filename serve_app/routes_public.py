@@ -24,6 +24,8 @@ from serve_app.schemas import (
     TextModerationRequest,
     TextRawScores,
     TextResult,
+    checked_image_url,
+    review_id_of,
 )
 
 router = APIRouter()
@@ -75,7 +77,7 @@ async def moderate_image(
         score=lambda image: svc.backends.score_image(ImageRequest(frames=image.frames, categories=categories)),
         threshold=override,
         reference=form.fields.get("reference"),
-        image_url=form.fields.get("image_url"),
+        image_url=_image_url_of(form.fields),
     )
     image = outcome.prepared
     request.state.log_fields.update(
@@ -132,7 +134,7 @@ async def report(request: Request, caller: Caller = Depends(authenticated_caller
     result = await services(request).reviews.report(
         account=caller.account,
         reference=reference,
-        image_url=form.fields.get("image_url"),
+        image_url=_image_url_of(form.fields),
         threshold=caller.profile.report_threshold,
     )
     return ReportResult(
@@ -147,9 +149,10 @@ async def report(request: Request, caller: Caller = Depends(authenticated_caller
 async def review_status(
     item_id: str, request: Request, caller: Caller = Depends(authenticated_caller)
 ) -> ReviewItemView:
-    if not item_id.isdigit():
+    review_id = review_id_of(item_id)
+    if review_id is None:
         raise errors.NotFound("No such review item.")
-    item = await services(request).reviews.get(int(item_id), account=caller.account)
+    item = await services(request).reviews.get(review_id, account=caller.account)
     if item is None:
         raise errors.NotFound("No such review item.")
     return ReviewItemView(**item.model_dump(exclude={"account", "scores", "model_version"}))
@@ -180,6 +183,13 @@ def _result_fields(outcome: Moderated) -> dict:
         "profile": decision.profile,
         "blocked_by": decision.blocked_by,
     }
+
+
+def _image_url_of(fields: dict[str, str]) -> str | None:
+    try:
+        return checked_image_url(fields.get("image_url"))
+    except ValueError as exc:
+        raise errors.InvalidRequest(str(exc)) from None
 
 
 async def _read_body(request: Request, max_bytes: int, too_large: Exception) -> bytes:

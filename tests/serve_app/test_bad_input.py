@@ -79,3 +79,35 @@ def test_plan_and_profile_names_are_short_plain_words(api, name):
 def test_control_characters_in_a_reference_are_stored_as_sent(api, key):
     response = api.client.post("/v1/report", headers=key, files={"reference": (None, "é\x00x")})
     assert response.json()["reference"] == "é\x00x"
+
+
+@pytest.mark.parametrize("item_id", ["²", "٣", "1" * 19, "9" * 5000, "-1", "1e3", "0x10"])
+def test_a_review_id_that_cannot_be_one_is_404(api, key, item_id):
+    assert_error(api.client.get(f"/v1/review/{item_id}", headers=key), 404, "not_found")
+    assert_error(api.client.get(f"/admin/v1/reviews/{item_id}", headers=api.admin), 404, "not_found")
+    decision = api.client.post(f"/admin/v1/reviews/{item_id}/decision", json={"status": "approved"}, headers=api.admin)
+    assert_error(decision, 404, "not_found")
+
+
+HOSTILE_URLS = ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<script>", "file:///etc/passwd",
+                "//evil.test/a.jpg", "https://x.test/" + "a" * 4096, "https://x.test/a b"]
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS)
+def test_an_image_url_that_is_not_a_web_link_is_refused_on_every_content_type(api, key, url):
+    assert_error(api.moderate_text(key, image_url=url), 400, "invalid_request")
+    assert_error(api.moderate(key, image_url=url), 400, "invalid_request")
+    assert_error(api.report(key, "post-1", image_url=url), 400, "invalid_request")
+
+
+def test_a_web_image_url_is_stored_for_moderators(api, key):
+    api.backends.toxic = 0.6  # review band of the test profile
+    answer = api.moderate_text(key, image_url="https://cdn.example.com/p/1.jpg").json()
+    item = api.client.get(f"/v1/review/{answer['review_id']}", headers=key).json()
+    assert item["image_url"] == "https://cdn.example.com/p/1.jpg"
+
+
+def test_admin_routes_are_absent_from_the_public_openapi(api):
+    paths = api.client.get("/openapi.json").json()["paths"]
+    assert "/v1/moderate" in paths
+    assert not [path for path in paths if path.startswith("/admin")]

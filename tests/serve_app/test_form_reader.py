@@ -88,3 +88,15 @@ async def test_an_oversized_urlencoded_body_is_an_invalid_request():
     body = b"reference=" + b"r" * (MAX_FIELD_BYTES * MAX_PARTS + 1)
     with pytest.raises(InvalidRequest, match="too large"):
         await read_form(request_of(body, "application/x-www-form-urlencoded", 4096), max_file_bytes=0)
+
+
+async def test_an_urlencoded_field_over_its_limit_is_an_invalid_request():
+    body = b"reference=" + b"r" * (MAX_FIELD_BYTES + 1)
+    with pytest.raises(InvalidRequest, match="too long"):
+        await read_form(request_of(body, "application/x-www-form-urlencoded", 4096), max_file_bytes=0)
+
+
+async def test_too_many_urlencoded_fields_is_an_invalid_request():
+    body = "&".join(f"f{i}=v" for i in range(MAX_PARTS + 1)).encode()
+    with pytest.raises(InvalidRequest, match="form fields"):
+        await read_form(request_of(body, "application/x-www-form-urlencoded"), max_file_bytes=0)
