@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("moderation.access")
+# A client-chosen id is kept only when it is short and plain: it goes into logs and headers.
+VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
+# The status logged for a request whose client went away before the answer (nginx's convention).
+CLIENT_CLOSED = 499
 
 
 class AccessLogMiddleware:
@@ -28,7 +34,9 @@ class AccessLogMiddleware:
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"x-request-id")
-        request_id = given.decode("latin-1") if given else uuid.uuid4().hex[:16]
+        if given is not None and not VALID_REQUEST_ID.fullmatch(given):
+            given = None  # replaced, never echoed: it could carry newlines or megabytes
+        request_id = given.decode("ascii") if given else uuid.uuid4().hex[:16]
         fields: dict = {}
         state = scope.setdefault("state", {})
         state["log_fields"] = fields
@@ -45,6 +53,9 @@ class AccessLogMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except asyncio.CancelledError:
+            status = CLIENT_CLOSED  # one log line below, no traceback: the client hung up
+            raise
         finally:
             entry = {
                 "request_id": request_id,

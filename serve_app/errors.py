@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.image_limits import DecodeBusy
@@ -150,6 +151,12 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             return error_response(NotFound())
         return error_response(InvalidRequest(str(exc.detail)))
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        # Nobody reads this answer; one line in the log instead of a traceback.
+        log.info("client disconnected during %s %s", request.method, request.url.path)
+        return error_response(InvalidRequest("The client disconnected before the body was complete."))
 
     @app.exception_handler(RedisError)
     async def _store_down(request: Request, exc: RedisError) -> JSONResponse:

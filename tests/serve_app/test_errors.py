@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
+from fastapi import FastAPI, Request
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.image_limits import DecodeBusy
 from moderation import errors as flow
 from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
-from serve_app.errors import DOMAIN_ERRORS, ApiError, api_error_of, error_response
+from serve_app.errors import DOMAIN_ERRORS, ApiError, api_error_of, error_response, install_error_handlers
 
 
 CASES = [
@@ -59,3 +61,29 @@ def test_a_retryable_error_carries_retry_after_in_whole_seconds():
 def test_an_unmapped_exception_is_a_plain_500():
     error = api_error_of(RedisConnectionError("down"))
     assert (error.status, error.code, error.message) == (500, "internal_error", "Internal error.")
+
+
+@pytest.mark.anyio
+async def test_a_client_disconnect_is_one_log_line_not_a_traceback(caplog):
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/read")
+    async def read(request: Request) -> dict:
+        return {"size": len(await request.body())}
+
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    caplog.set_level(logging.INFO, logger="moderation.errors")
+    scope = {"type": "http", "method": "POST", "path": "/read", "headers": [], "query_string": b"",
+             "http_version": "1.1", "scheme": "http", "server": ("t", 80), "client": ("c", 1), "root_path": ""}
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 400
+    assert [r for r in caplog.records if "disconnected" in r.getMessage()]
+    assert not [r for r in caplog.records if r.exc_info]
