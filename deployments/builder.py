@@ -29,5 +29,9 @@ def build_app(args: dict) -> Application:
         redis_url=args.get("redis_url") or settings.redis_url,
         admin_token=settings.admin_token,
         inference_timeout_s=settings.inference_timeout_s,
+        body_idle_timeout_s=settings.body_idle_timeout_s,
+        body_timeout_s=settings.body_timeout_s,
+        request_timeout_s=settings.request_timeout_s,
+        max_in_flight_per_account=settings.max_in_flight_per_account,
         config_dir=str(settings.config_dir),
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
 from models.text_scoring import TextRequest, TextScores
+from moderation.errors import Overloaded
 
 
 class ServeBackends:
@@ -17,15 +19,15 @@ class ServeBackends:
         self._image, self._text, self._policy = image, text, policy
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
-        return await self._image.score.remote(request)
+        return await _unless_full(self._image.score.remote(request))
 
     async def score_text(self, request: TextRequest) -> TextScores:
-        return await self._text.score.remote(request)
+        return await _unless_full(self._text.score.remote(request))
 
     async def decide(
         self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
     ) -> Decision:
-        return await self._policy.decide.remote(scores, profile, kind, threshold)
+        return await _unless_full(self._policy.decide.remote(scores, profile, kind, threshold))
 
     async def model_versions(self) -> dict[str, str]:
         image, text, _ = await asyncio.gather(
@@ -34,3 +36,11 @@ class ServeBackends:
             self._policy.model_versions.remote(),
         )
         return {**image, **text}
+
+
+async def _unless_full(response):
+    """A deployment whose queue is full (max_queued_requests) is a 503 `overloaded`, not a model failure."""
+    try:
+        return await response
+    except BackPressureError as exc:
+        raise Overloaded() from exc

@@ -29,12 +29,20 @@ class ModerationIngress:
         admin_token: str | None,
         inference_timeout_s: float,
         config_dir: str,
+        body_idle_timeout_s: float = 10.0,
+        body_timeout_s: float = 30.0,
+        request_timeout_s: float = 60.0,
+        max_in_flight_per_account: int = 16,
     ):
         self._services = Services.connect(
             redis_url,
             ServeBackends(image_model, text_model, policy),
             admin_token=admin_token,
             inference_timeout_s=inference_timeout_s,
+            body_idle_timeout_s=body_idle_timeout_s,
+            body_timeout_s=body_timeout_s,
+            request_timeout_s=request_timeout_s,
+            max_in_flight_per_account=max_in_flight_per_account,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
         await seed_config(self._services.config, Path(config_dir))

@@ -39,3 +39,9 @@ class ModelUnavailable(ModerationError):
     """A model or the policy failed or timed out: nothing was decided, the client may retry."""
 
     default_message = "The model is temporarily unavailable; retry later."
+
+
+class Overloaded(ModelUnavailable):
+    """A model deployment's queue is full (Serve's back-pressure): nothing was decided, retry shortly."""
+
+    default_message = "The service is at capacity; retry after the seconds in Retry-After."

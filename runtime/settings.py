@@ -30,6 +30,16 @@ class Settings(BaseSettings):
     default_profile: str = "default"
     # How long the ingress waits for a model before answering 503.
     inference_timeout_s: float = 30.0
+    # Time bounds of a request in the ingress (serve_app/deadlines.py); no client header lifts them.
+    # Longest wait between two chunks of a request body before a 408 request_timeout.
+    body_idle_timeout_s: float = 10.0
+    # Longest time for a whole request body, counted from the request's start, before a 408.
+    body_timeout_s: float = 30.0
+    # Longest time for a whole request in the ingress before a 503 overloaded; keep it below
+    # serve_config.yaml's http_options.request_timeout_s so that the answer is ours.
+    request_timeout_s: float = 60.0
+    # Requests of one account that read a body, in progress at once per ingress replica; over it a 429.
+    max_in_flight_per_account: int = 16
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from serve_app import routes_admin, routes_public
 from serve_app.access_log import AccessLogMiddleware
+from serve_app.deadlines import DeadlineMiddleware
 from serve_app.errors import install_error_handlers
 from serve_app.services import Services
 
@@ -20,6 +21,8 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     install_error_handlers(app)
+    # Inside the access log (added first), so the log sees the 408/429/503 it answers.
+    app.add_middleware(DeadlineMiddleware, limits=services.time_limits)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_public.router)
     app.include_router(routes_admin.router)

@@ -84,6 +84,19 @@ class StoreUnavailable(ApiError):
         super().__init__(message, retry_after_s=retry_after_s)
 
 
+class RequestTimeout(ApiError):
+    status, code, message = 408, "request_timeout", "The request body did not arrive in time."
+
+
+class TooManyInFlight(ApiError):
+    status, code = 429, "too_many_requests_in_flight"
+    message = "Too many requests of this account are in progress; retry after the seconds in Retry-After."
+
+
+class Overloaded(ApiError):
+    status, code, message = 503, "overloaded", "The service is at capacity; retry after the seconds in Retry-After."
+
+
 # Domain exception -> (status, code, Retry-After seconds). A subclass maps as its base does.
 DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
     flow.InvalidThreshold: (400, "invalid_threshold", None),
@@ -95,6 +108,7 @@ DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
     flow.UploadTooLarge: (413, "image_too_large", None),
     ImageTooLarge: (413, "image_too_large", None),
     flow.TextTooLong: (413, "text_too_long", None),
+    flow.Overloaded: (503, "overloaded", 1),
     flow.ModelUnavailable: (503, "inference_unavailable", 5),
     DecodeBusy: (503, "overloaded", 1),
     DecodeTimeout: (503, "overloaded", 1),

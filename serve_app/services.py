@@ -12,6 +12,7 @@ from moderation.flow import ModerationFlow
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
 from policy.store import ConfigStore
+from serve_app.deadlines import TimeLimits
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Services:
     flow: ModerationFlow
     decoder: ImageDecoder
     admin_token: str | None = None
+    time_limits: TimeLimits = TimeLimits()
 
     @classmethod
     def connect(
@@ -32,6 +34,10 @@ class Services:
         *,
         admin_token: str | None = None,
         inference_timeout_s: float = 30.0,
+        body_idle_timeout_s: float = TimeLimits.body_idle_timeout_s,
+        body_timeout_s: float = TimeLimits.body_timeout_s,
+        request_timeout_s: float = TimeLimits.request_timeout_s,
+        max_in_flight_per_account: int = TimeLimits.max_in_flight_per_account,
     ) -> Services:
         redis = Redis.from_url(
             redis_url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2
@@ -45,4 +51,10 @@ class Services:
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
             decoder=ImageDecoder(),
             admin_token=admin_token,
+            time_limits=TimeLimits(
+                body_idle_timeout_s=body_idle_timeout_s,
+                body_timeout_s=body_timeout_s,
+                request_timeout_s=request_timeout_s,
+                max_in_flight_per_account=max_in_flight_per_account,
+            ),
         )

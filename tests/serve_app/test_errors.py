@@ -27,6 +27,7 @@ CASES = [
     (ImageTooLarge(50_000_000, 40_000_000), 413, "image_too_large"),
     (flow.TextTooLong(), 413, "text_too_long"),
     (flow.ModelUnavailable(), 503, "inference_unavailable"),
+    (flow.Overloaded(), 503, "overloaded"),
     (DecodeBusy("all decode workers busy"), 503, "overloaded"),
     (DecodeTimeout("decoding took too long"), 503, "overloaded"),
 ]

@@ -1,0 +1,128 @@
+"""Time bounds of every request: body timeouts, a server-side deadline, a per-account in-flight cap.
+
+A pure ASGI middleware, installed by `create_app` inside the access log:
+
+- Ray Serve's proxy lets a client lift its timeout (`x-request-timeout-seconds: 0`) and its
+  disconnect check (`x-request-disconnect-disabled: ?1`). Those headers are removed here, and
+  none of the bounds below reads any client header: the replica answers by itself, so the
+  proxy relays our answer whatever the client asked it.
+- The body must keep coming: at most `body_idle_timeout_s` between two chunks and
+  `body_timeout_s` for the whole body (counted from the request's start); past either the
+  handler's read raises `RequestTimeout`, a 408 `request_timeout`.
+- The whole request has `request_timeout_s`; past it, a request that has not answered yet is
+  cancelled and answered 503 `overloaded` with Retry-After.
+- One account holds at most `max_in_flight_per_account` requests of this replica that read a
+  body (the moderation and report endpoints). The slot is taken on the handler's first read of
+  the body, which comes after the key was checked (`request.state.account`), and held until the
+  request ends; over the cap the read raises `TooManyInFlight`, a 429 with Retry-After. The
+  counter lives in this process: the cap is per ingress replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from serve_app.errors import Overloaded, RequestTimeout, TooManyInFlight, error_response
+
+# Headers Ray's proxy obeys to lift its own request timeout and disconnect check.
+IGNORED_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-disconnect-disabled"})
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    body_idle_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    request_timeout_s: float = 60.0
+    max_in_flight_per_account: int = 16
+
+
+class InFlight:
+    """Requests in progress per account, in this process."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self._counts: dict[str, int] = {}
+
+    def try_take(self, account: str) -> bool:
+        held = self._counts.get(account, 0)
+        if held >= self.cap:
+            return False
+        self._counts[account] = held + 1
+        return True
+
+    def give_back(self, account: str) -> None:
+        held = self._counts.get(account, 0) - 1
+        if held > 0:
+            self._counts[account] = held
+        else:
+            self._counts.pop(account, None)
+
+    def held(self, account: str) -> int:
+        return self._counts.get(account, 0)
+
+
+class DeadlineMiddleware:
+    def __init__(self, app: ASGIApp, limits: TimeLimits = TimeLimits()):
+        self.app = app
+        self.limits = limits
+        self.in_flight = InFlight(limits.max_in_flight_per_account)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in IGNORED_HEADERS]
+        limits = self.limits
+        body_deadline = time.monotonic() + limits.body_timeout_s
+        body_done = False
+        holder: str | None = None
+        started = False
+
+        async def bounded_receive() -> Message:
+            nonlocal body_done, holder
+            if body_done:
+                return await receive()  # after the body: disconnect listening, never timed
+            if holder is None:
+                account = scope.get("state", {}).get("account")
+                if account:
+                    if not self.in_flight.try_take(account):
+                        body_done = True
+                        raise TooManyInFlight(retry_after_s=1)
+                    holder = account
+            wait_s = min(limits.body_idle_timeout_s, body_deadline - time.monotonic())
+            try:
+                if wait_s <= 0:
+                    raise TimeoutError
+                message = await asyncio.wait_for(receive(), wait_s)
+            except TimeoutError:
+                body_done = True
+                raise RequestTimeout() from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        deadline = asyncio.timeout(limits.request_timeout_s)
+        try:
+            async with deadline:
+                await self.app(scope, bounded_receive, tracking_send)
+        except TimeoutError:
+            if not deadline.expired() or started:
+                raise
+            response = error_response(
+                Overloaded(f"The request ran past the server's deadline of {limits.request_timeout_s:g} s.",
+                           retry_after_s=1)
+            )
+            await response(scope, receive, tracking_send)
+        finally:
+            if holder is not None:
+                self.in_flight.give_back(holder)
