@@ -8,7 +8,6 @@ the defaults are 10 s, 30 s, 60 s and 16.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import threading
 import time
@@ -18,6 +17,7 @@ import pytest
 import redis.asyncio
 import uvicorn
 from support.api import ADMIN_TOKEN, CONFIG_DIR, Api, StubBackends
+from support.raw_http import RawRequest
 
 from policy.store import ConfigStore
 from runtime.bootstrap import load_plans, load_profiles
@@ -84,40 +84,6 @@ def seed_with_keys(redis_url: str, accounts: list[str]) -> dict[str, dict]:
         return keys
 
     return asyncio.run(seed())
-
-
-class RawRequest:
-    """A text moderation request sent by hand: headers, then the body as the test decides."""
-
-    def __init__(self, port: int, key: dict, body: bytes, extra: dict | None = None):
-        self.body = body
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        headers = {
-            "Host": "127.0.0.1", "Content-Type": "application/json", "Content-Length": str(len(body)),
-            **key, **(extra or {}),
-        }
-        head = "POST /v1/moderate-text HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        self.sock.sendall(head.encode() + b"\r\n")
-        self.started = time.monotonic()
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def response(self) -> tuple[int, dict, dict, float]:
-        """(status, headers, JSON body, seconds since the headers were sent)."""
-        raw = b""
-        while b"\r\n\r\n" not in raw:
-            raw += self.sock.recv(65536)
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        while len(rest) < int(headers.get("content-length", 0)):
-            rest += self.sock.recv(65536)
-        elapsed = time.monotonic() - self.started
-        return int(lines[0].split()[1]), headers, json.loads(rest), elapsed
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def served(api: Api, key: dict) -> float:
