@@ -78,35 +78,118 @@ CREATE_REVIEW_ITEM = _INSERT_REVIEW_ITEM + """
 return insert_review_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
 """
 
-# One report of (account, reference). Counting and escalating must be one step: reports racing
-# past the threshold would otherwise each see "no item yet" and queue the content several times.
-# KEYS[1] report counts hash, KEYS[2] escalations hash, KEYS[3..6] as CREATE_REVIEW_ITEM;
-# ARGV[1] reference, ARGV[2] threshold, ARGV[3] item key prefix, ARGV[4] item data JSON.
-# Returns {count, review id or 0}.
-REPORT = _INSERT_REVIEW_ITEM + """
-local count = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
-local review_id = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
-if not review_id and count > tonumber(ARGV[2]) then
-  review_id = insert_review_item(KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[3], ARGV[4])
-  redis.call('HSET', KEYS[2], ARGV[1], review_id)
+# Removes the index entries of decided items whose retention is over (their hash has an EXPIREAT
+# of the same time, so the data goes even if nothing prunes). Members of the expiring zset are
+# "{id}:{account}", so no item has to be read. Shared by DECIDE_REVIEW_ITEM and PRUNE_REVIEW_ITEMS.
+_PRUNE_EXPIRED = """
+local function prune_expired(expiring_key, all_key, approved_key, rejected_key, account_prefix, item_prefix, now, limit)
+  local due = redis.call('ZRANGEBYSCORE', expiring_key, '-inf', now, 'LIMIT', 0, limit)
+  for _, member in ipairs(due) do
+    local sep = string.find(member, ':', 1, true)
+    local id = string.sub(member, 1, sep - 1)
+    redis.call('ZREM', all_key, id)
+    redis.call('ZREM', approved_key, id)
+    redis.call('ZREM', rejected_key, id)
+    redis.call('ZREM', account_prefix .. string.sub(member, sep + 1), id)
+    redis.call('DEL', item_prefix .. id)
+    redis.call('ZREM', expiring_key, member)
+  end
+  return #due
 end
-return {count, review_id or 0}
+"""
+
+# One report of (account, reference). Counting, the daily caps and escalating must be one step:
+# reports racing past the threshold would otherwise each see "no item yet" and queue the content
+# several times, and racing reports could all pass a cap. A refused report writes nothing.
+# KEYS[1] the reference's counter hash (`count`, `review`), KEYS[2] the account's reports today,
+# KEYS[3] its escalations today, KEYS[4..7] as CREATE_REVIEW_ITEM;
+# ARGV[1] threshold, ARGV[2] item key prefix, ARGV[3] item data JSON, ARGV[4] counter TTL seconds,
+# ARGV[5] unix time at which the day counters expire, ARGV[6] reports per day, ARGV[7] escalations per day.
+# Returns {count, review id or 0, refused}: refused is 0, 1 (reports cap) or 2 (escalations cap).
+REPORT = _INSERT_REVIEW_ITEM + """
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[6]) then
+  return {0, 0, 1}
+end
+local state = redis.call('HMGET', KEYS[1], 'count', 'review')
+local count = tonumber(state[1]) or 0
+local review_id = tonumber(state[2])
+if review_id and redis.call('EXISTS', ARGV[2] .. review_id) == 0 then
+  -- The item it escalated to was decided and its retention is over: the reference counts afresh.
+  review_id = nil
+  count = 0
+end
+count = count + 1
+local escalate = not review_id and count > tonumber(ARGV[1])
+if escalate and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[7]) then
+  return {count - 1, 0, 2}
+end
+if escalate then
+  review_id = insert_review_item(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[2], ARGV[3])
+  redis.call('INCR', KEYS[3])
+  redis.call('EXPIREAT', KEYS[3], ARGV[5])
+end
+redis.call('DEL', KEYS[1])
+if review_id then
+  redis.call('HSET', KEYS[1], 'count', count, 'review', review_id)
+else
+  redis.call('HSET', KEYS[1], 'count', count)
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('INCR', KEYS[2])
+redis.call('EXPIREAT', KEYS[2], ARGV[5])
+return {count, review_id or 0, 0}
 """
 
 # pending -> approved | rejected in one step: two moderators deciding the same item at once
-# must not both succeed, and the status indexes must follow the item's status exactly.
-# KEYS[1] item hash, KEYS[2] pending index, KEYS[3] index of the new status;
-# ARGV[1] new status, ARGV[2] decided_at, ARGV[3] item id. Returns "ok", "missing" or "decided".
-DECIDE_REVIEW_ITEM = """
+# must not both succeed, and the status indexes must follow the item's status exactly. The
+# decided item expires after its retention; first, up to ARGV[6] items whose retention is over
+# leave the indexes.
+# KEYS[1] item hash, KEYS[2] pending index, KEYS[3] approved index, KEYS[4] rejected index,
+# KEYS[5] all index, KEYS[6] expiring zset;
+# ARGV[1] new status, ARGV[2] decided_at, ARGV[3] item id, ARGV[4] unix time the item expires,
+# ARGV[5] now, ARGV[6] prune limit, ARGV[7] account index prefix, ARGV[8] item key prefix.
+# Returns {"ok", the item's fields...}, {"missing"} or {"decided"}.
+DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + """
+prune_expired(KEYS[6], KEYS[5], KEYS[3], KEYS[4], ARGV[7], ARGV[8], ARGV[5], tonumber(ARGV[6]))
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
-  return 'missing'
+  return {'missing'}
 end
 if status ~= 'pending' then
-  return 'decided'
+  return {'decided'}
+end
+local account = cjson.decode(redis.call('HGET', KEYS[1], 'data'))['account']
+local index = KEYS[3]
+if ARGV[1] == 'rejected' then
+  index = KEYS[4]
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decided_at', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[3])
-return 'ok'
+redis.call('ZADD', index, ARGV[3], ARGV[3])
+local reply = redis.call('HGETALL', KEYS[1])
+table.insert(reply, 1, 'ok')
+redis.call('EXPIREAT', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[6], ARGV[4], ARGV[3] .. ':' .. account)
+return reply
+"""
+
+# KEYS and ARGV[5..8] as DECIDE_REVIEW_ITEM (KEYS[1..2] unused). Returns how many were pruned.
+PRUNE_REVIEW_ITEMS = _PRUNE_EXPIRED + """
+return prune_expired(KEYS[6], KEYS[5], KEYS[3], KEYS[4], ARGV[7], ARGV[8], ARGV[5], tonumber(ARGV[6]))
+"""
+
+# A new API key: the record with SET NX, so a (128-bit) id that is already taken is never
+# overwritten; its hash index and the live set in the same step, so a key is never findable
+# by hash without its record. KEYS[1] record, KEYS[2] hash index, KEYS[3] live set;
+# ARGV[1] record JSON, ARGV[2] key id. Returns 1, or 0 when the id or the secret's hash is taken.
+CREATE_API_KEY = """
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return 0
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[2])
+return 1
 """

@@ -17,7 +17,8 @@ Limits (`policy.limits.Limits`):
   mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;
                                           expires some days after the month ends
 
-Review queue and reports (`policy.review_queue.ReviewQueue`), never expire (AOF keeps them across restarts):
+Review queue (`policy.review_queue.ReviewQueue`). Pending items never expire; a decided item
+expires `decided_retention_s` after its decision (EXPIREAT) and then leaves the indexes:
   mod:review:next-id              string  counter that hands out review item ids (INCR)
   mod:review:item:{id}            hash    `data`: the item's immutable fields as JSON (account, reason, kind,
                                           reference, image_url, scores, model_version, created_at);
@@ -25,11 +26,22 @@ Review queue and reports (`policy.review_queue.ReviewQueue`), never expire (AOF 
   mod:review:all                  zset    every item id, score = id (newest first = highest score)
   mod:review:status:{status}      zset    ids of the items in that status, score = id
   mod:review:account:{account}    zset    ids of the account's items, score = id
-  mod:reports:count:{account}     hash    reference -> number of reports of it
-  mod:reports:review:{account}    hash    reference -> id of the review item its reports escalated to
+  mod:review:expiring             zset    `{id}:{account}` of every decided item, score = unix time it expires;
+                                          whatever is due leaves the indexes at the next decision (or prune)
+
+Reports (`ReviewQueue.report`), all expiring:
+  mod:reports:ref:{sha256}:{account}      hash    one reference's reports: `count`, and `review` (the id of the
+                                                  item they escalated to, once they have); the reference appears
+                                                  only as the SHA-256 hex of its UTF-8, so a long one costs no
+                                                  memory here; expires `report_counter_ttl_s` after its last report
+  mod:reports:day:{YYYY-MM-DD}:{account}  string  reports the account made that UTC day (capped)
+  mod:escalations:day:{YYYY-MM-DD}:{account} string  review items its reports created that UTC day (capped);
+                                                  both day counters expire a day after their day ends
 """
 
 from __future__ import annotations
+
+import hashlib
 
 PREFIX = "mod:"
 
@@ -83,13 +95,27 @@ def review_by_status(status: str) -> str:
     return f"{PREFIX}review:status:{status}"
 
 
+# The decision script prunes the indexes of expired items from inside Redis, by account.
+REVIEW_ACCOUNT_PREFIX = f"{PREFIX}review:account:"
+
+
 def review_by_account(account: str) -> str:
-    return f"{PREFIX}review:account:{account}"
+    return f"{REVIEW_ACCOUNT_PREFIX}{account}"
 
 
-def report_counts(account: str) -> str:
-    return f"{PREFIX}reports:count:{account}"
+def review_expiring() -> str:
+    return f"{PREFIX}review:expiring"
 
 
-def report_reviews(account: str) -> str:
-    return f"{PREFIX}reports:review:{account}"
+def report_counter(account: str, reference: str) -> str:
+    """The reference is hashed: fixed width (so the account part stays unambiguous) and small."""
+    return f"{PREFIX}reports:ref:{hashlib.sha256(reference.encode()).hexdigest()}:{account}"
+
+
+def reports_on_day(account: str, day: str) -> str:
+    """`day` is `YYYY-MM-DD` (UTC)."""
+    return f"{PREFIX}reports:day:{day}:{account}"
+
+
+def escalations_on_day(account: str, day: str) -> str:
+    return f"{PREFIX}escalations:day:{day}:{account}"

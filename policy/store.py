@@ -12,11 +12,14 @@ import time
 
 from redis.asyncio import Redis
 
-from policy import redis_keys
+from policy import lua, redis_keys
 from policy.types import ApiKey, Plan, Profile
 
 SECRET_PREFIX = "mod_"
 KEY_ID_PREFIX = "key_"
+KEY_ID_BYTES = 16  # 128-bit ids: never guessed, never repeated
+# A collision of 128 random bits does not happen; the retry is there so that one could never overwrite a key.
+KEY_CREATE_ATTEMPTS = 3
 
 
 def _sha256_hex(secret: str) -> str:
@@ -33,6 +36,7 @@ def _named_json(record: Plan | Profile) -> str:
 class ConfigStore:
     def __init__(self, redis: Redis):
         self._redis = redis
+        self._create_key = redis.register_script(lua.CREATE_API_KEY)
 
     async def put_plan(self, plan: Plan) -> None:
         await self._redis.set(redis_keys.plan(plan.name), _named_json(plan))
@@ -56,22 +60,31 @@ class ConfigStore:
             await self._redis.set(redis_keys.profile(profile.name), _named_json(profile), nx=True)
 
     async def create_key(self, account: str, profile: str, plan: str) -> tuple[ApiKey, str]:
-        """Returns the record and the secret; the secret is shown to the caller once and never stored."""
-        secret = SECRET_PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(
-            id=KEY_ID_PREFIX + secrets.token_hex(6),
-            account=account,
-            profile=profile,
-            plan=plan,
-            created_at=time.time(),
-        )
-        # One transaction: a key must never be findable by hash without its record, or counted without both.
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.set(redis_keys.api_key(record.id), record.model_dump_json())
-            pipe.set(redis_keys.api_key_by_hash(_sha256_hex(secret)), record.id)
-            pipe.sadd(redis_keys.live_api_keys(), record.id)
-            await pipe.execute()
-        return record, secret
+        """Returns the record and the secret; the secret is shown to the caller once and never stored.
+
+        The id is 128 random bits, written with SET NX: an id (or a secret's hash) that is already
+        taken is never overwritten, and a fresh one is drawn instead.
+        """
+        for _ in range(KEY_CREATE_ATTEMPTS):
+            secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+            record = ApiKey(
+                id=KEY_ID_PREFIX + secrets.token_hex(KEY_ID_BYTES),
+                account=account,
+                profile=profile,
+                plan=plan,
+                created_at=time.time(),
+            )
+            created = await self._create_key(
+                keys=[
+                    redis_keys.api_key(record.id),
+                    redis_keys.api_key_by_hash(_sha256_hex(secret)),
+                    redis_keys.live_api_keys(),
+                ],
+                args=[record.model_dump_json(), record.id],
+            )
+            if created == 1:
+                return record, secret
+        raise RuntimeError(f"no free key id in {KEY_CREATE_ATTEMPTS} attempts")
 
     async def authenticate(self, secret: str) -> ApiKey | None:
         key_id = await self._redis.get(redis_keys.api_key_by_hash(_sha256_hex(secret)))

@@ -1,4 +1,4 @@
-"""Shared fixtures: one real redis-server for the session, a clean database per test."""
+"""Shared fixtures: one real store server (runtime.embedded_store) for the session, a clean database per test."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def redis_url(redis_server: EmbeddedStore) -> str:
-    """The session server's URL, with its database emptied first so no test sees another's data."""
-    with redis.Redis.from_url(redis_server.url) as client:
+    """The session server's URL (the service's user), with its database emptied first so no test sees
+    another's data. FLUSHDB is not the service's to run: the owner's URL does it."""
+    with redis.Redis.from_url(redis_server.admin_url) as client:
         client.flushdb()
     return redis_server.url
 

@@ -7,7 +7,16 @@ import time
 
 import pytest
 
-from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound, ReviewQueue
+from policy import redis_keys
+from policy.review_queue import (
+    InvalidReviewField,
+    ReportLimitExceeded,
+    ReviewAlreadyDecided,
+    ReviewItemNotFound,
+    ReviewQueue,
+    ReviewRules,
+    day_of,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -136,3 +145,154 @@ async def test_reports_count_per_account_and_reference(redis_client):
     other_account = await queue.report(account="other", reference="post-9", image_url=None, threshold=3)
     other_reference = await queue.report(account="acme", reference="post-10", image_url=None, threshold=3)
     assert (other_account.reports, other_reference.reports) == (1, 1)
+
+
+# Retention and caps (README "Keys, plans, profiles and limits"; docs/security-store.md).
+
+DAY = 24 * 3600
+
+
+async def test_a_report_counter_expires_after_its_ttl_and_each_report_renews_it(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(report_counter_ttl_s=1000))
+    await queue.report(account="acme", reference="post-9", image_url=None, threshold=3)
+    counter = redis_keys.report_counter("acme", "post-9")
+    await redis_client.expire(counter, 10)
+    await queue.report(account="acme", reference="post-9", image_url=None, threshold=3)
+    assert 990 <= await redis_client.ttl(counter) <= 1000
+
+
+async def test_the_default_report_counter_ttl_is_30_days(redis_client):
+    await ReviewQueue(redis_client).report(account="acme", reference="post-9", image_url=None, threshold=3)
+    assert 30 * DAY - 10 <= await redis_client.ttl(redis_keys.report_counter("acme", "post-9")) <= 30 * DAY
+
+
+async def test_a_forgotten_counter_counts_afresh(redis_client):
+    queue = ReviewQueue(redis_client)
+    for _ in range(2):
+        await queue.report(account="acme", reference="post-9", image_url=None, threshold=3)
+    await redis_client.delete(redis_keys.report_counter("acme", "post-9"))  # what its TTL does
+    assert (await queue.report(account="acme", reference="post-9", image_url=None, threshold=3)).reports == 1
+
+
+async def test_the_reference_is_stored_in_a_counter_only_as_a_hash(redis_client):
+    reference = "post-" + "x" * 4000
+    await ReviewQueue(redis_client).report(account="acme", reference=reference, image_url=None, threshold=3)
+    keys = [key async for key in redis_client.scan_iter("mod:reports:ref:*")]
+    assert keys == [redis_keys.report_counter("acme", reference)] and len(keys[0]) < 100
+
+
+async def test_reports_per_account_per_day_are_capped_and_a_refused_report_counts_nothing(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(reports_per_account_per_day=3))
+    now = time.time()
+    rest_of_day = day_of(now)[2]
+    for i in range(3):
+        await queue.report(account="acme", reference=f"post-{i}", image_url=None, threshold=5, now=now)
+    with pytest.raises(ReportLimitExceeded) as refused:
+        await queue.report(account="acme", reference="post-0", image_url=None, threshold=5, now=now)
+    assert refused.value.limit == "reports"
+    assert refused.value.retry_after_s == pytest.approx(rest_of_day)  # until 00:00 UTC
+    # Nothing was counted: the reference's count goes on from 1, the next UTC day.
+    again = await queue.report(account="acme", reference="post-0", image_url=None, threshold=5, now=now + rest_of_day)
+    assert again.reports == 2
+    # Another account is not affected.
+    assert (await queue.report(account="other", reference="post-0", image_url=None, threshold=5, now=now)).reports == 1
+
+
+async def test_the_day_counters_expire_a_day_after_their_day(redis_client):
+    now = time.time()
+    await ReviewQueue(redis_client).report(account="acme", reference="p", image_url=None, threshold=0, now=now)
+    day, expire_at, rest_of_day = day_of(now)
+    assert day == time.strftime("%Y-%m-%d", time.gmtime(now))
+    assert expire_at == round(now + rest_of_day) + DAY
+    for key in (redis_keys.reports_on_day("acme", day), redis_keys.escalations_on_day("acme", day)):
+        assert await redis_client.expiretime(key) == expire_at
+
+
+async def test_escalations_per_account_per_day_are_capped(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(escalations_per_account_per_day=1))
+    now = time.time()
+    first = await queue.report(account="acme", reference="a", image_url=None, threshold=0, now=now)
+    assert first.escalated
+    with pytest.raises(ReportLimitExceeded) as refused:
+        await queue.report(account="acme", reference="b", image_url=None, threshold=0, now=now)
+    assert refused.value.limit == "escalations"
+    assert await redis_client.exists(redis_keys.report_counter("acme", "b")) == 0  # nothing counted
+    # Reports that escalate nothing are still taken, and the next day the refused one escalates.
+    assert (await queue.report(account="acme", reference="a", image_url=None, threshold=0, now=now)).reports == 2
+    tomorrow = await queue.report(account="acme", reference="b", image_url=None, threshold=0, now=now + DAY)
+    assert (tomorrow.reports, tomorrow.escalated) == (1, True)
+    assert len(await queue.list(account="acme")) == 2
+
+
+async def test_racing_reports_never_pass_the_daily_cap(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(reports_per_account_per_day=5))
+    outcomes = await asyncio.gather(
+        *(queue.report(account="acme", reference=f"p{i}", image_url=None, threshold=9) for i in range(30)),
+        return_exceptions=True,
+    )
+    assert sum(not isinstance(o, Exception) for o in outcomes) == 5
+    assert all(isinstance(o, ReportLimitExceeded) for o in outcomes if isinstance(o, Exception))
+
+
+async def test_a_decided_item_expires_after_its_retention(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(decided_retention_s=7 * DAY))
+    item = await _flagged(queue)
+    decided = await queue.decide(item.id, "approved")
+    assert decided.status == "approved"
+    assert 7 * DAY - 10 <= await redis_client.ttl(redis_keys.review_item(item.id)) <= 7 * DAY + 1
+    pending = await _flagged(queue)
+    assert await redis_client.ttl(redis_keys.review_item(pending.id)) == -1  # pending items stay
+
+
+async def test_an_expired_item_leaves_every_index(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(decided_retention_s=DAY))
+    old, kept = await _flagged(queue), await _flagged(queue)
+    await queue.decide(old.id, "rejected", now=time.time() - DAY - 60)  # its retention is already over
+    assert await queue.get(old.id) is None
+    await queue.decide(kept.id, "rejected")  # prunes what is due
+    assert [i.id for i in await queue.list()] == [kept.id]
+    for index in (
+        redis_keys.review_all(), redis_keys.review_by_status("rejected"), redis_keys.review_by_account("acme"),
+    ):  # fmt: skip
+        assert await redis_client.zscore(index, old.id) is None
+        assert await redis_client.zscore(index, kept.id) is not None
+    assert await redis_client.zrange(redis_keys.review_expiring(), 0, -1) == [f"{kept.id}:acme"]
+
+
+async def test_prune_takes_expired_items_of_accounts_with_colons_out_of_their_index(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(decided_retention_s=DAY))
+    item = await _flagged(queue, account="org:team")
+    await queue.decide(item.id, "approved", now=time.time() - 2 * DAY)
+    assert await queue.prune() == 1
+    assert await redis_client.zcard(redis_keys.review_by_account("org:team")) == 0
+    assert await queue.prune() == 0
+
+
+async def test_reports_of_an_item_that_is_gone_escalate_again(redis_client):
+    queue = ReviewQueue(redis_client)
+    first = await queue.report(account="acme", reference="post-9", image_url=None, threshold=0)
+    await queue.decide(first.review_id, "approved", now=time.time() - 31 * DAY)  # decided and expired
+    again = await queue.report(account="acme", reference="post-9", image_url=None, threshold=0)
+    assert again.escalated and again.review_id != first.review_id and again.reports == 1
+
+
+@pytest.mark.parametrize("field", ["reference", "image_url"])
+async def test_stored_fields_are_capped_at_4096_characters(redis_client, field):
+    queue = ReviewQueue(redis_client)
+    fields = {"reference": "r", "image_url": None}
+    fields[field] = "x" * 4096
+    assert await queue.create(account="a", reason="model_flagged", kind="text", scores={}, model_version=None, **fields)
+    await queue.report(account="a", threshold=3, **fields)
+    fields[field] = "x" * 4097
+    with pytest.raises(InvalidReviewField):
+        await queue.create(account="a", reason="model_flagged", kind="text", scores={}, model_version=None, **fields)
+    with pytest.raises(InvalidReviewField):
+        await queue.report(account="a", threshold=3, **fields)
+    assert len(await queue.list()) == 1
+
+
+def test_review_rules_refuse_nonsense():
+    with pytest.raises(ValueError):
+        ReviewRules(decided_retention_s=0)
+    with pytest.raises(ValueError):
+        ReviewRules(reports_per_account_per_day=-1)

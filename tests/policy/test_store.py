@@ -67,7 +67,7 @@ async def test_a_created_key_authenticates_with_its_secret(redis_client):
 
 async def test_key_ids_and_secrets_have_their_documented_shape(redis_client):
     record, secret = await ConfigStore(redis_client).create_key("acme", "default", "starter")
-    assert re.fullmatch(r"key_[0-9a-f]{12}", record.id)
+    assert re.fullmatch(r"key_[0-9a-f]{32}", record.id)
     assert re.fullmatch(r"mod_[A-Za-z0-9_-]{43}", secret)
 
 
@@ -133,3 +133,25 @@ async def test_seed_writes_what_is_missing(redis_client):
     await store.seed([_plan("starter"), _plan("pro")], [_profile("default"), _profile("strict")])
     assert await store.get_plan("pro") == _plan("pro")
     assert await store.get_profile("strict") == _profile("strict")
+
+
+async def test_a_key_id_that_is_taken_is_never_overwritten(redis_client, monkeypatch):
+    """SET NX: were a 128-bit id ever drawn twice, the second key gets a fresh id instead."""
+    store = ConfigStore(redis_client)
+    first, first_secret = await store.create_key("acme", "default", "starter")
+    draws = iter([first.id.removeprefix("key_"), "ab" * 16])
+    monkeypatch.setattr("policy.store.secrets.token_hex", lambda n: next(draws))
+    second, second_secret = await store.create_key("other", "default", "starter")
+    assert second.id == "key_" + "ab" * 16
+    assert (await store.authenticate(first_secret)) == first
+    assert (await store.authenticate(second_secret)) == second
+    assert await store.count_keys() == 2
+
+
+async def test_key_creation_gives_up_rather_than_overwrite(redis_client, monkeypatch):
+    store = ConfigStore(redis_client)
+    first, _ = await store.create_key("acme", "default", "starter")
+    monkeypatch.setattr("policy.store.secrets.token_hex", lambda n: first.id.removeprefix("key_"))
+    with pytest.raises(RuntimeError):
+        await store.create_key("other", "default", "starter")
+    assert await store.get_key(first.id) == first and await store.count_keys() == 1

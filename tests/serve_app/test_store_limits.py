@@ -1,0 +1,72 @@
+"""The store's limits as a client meets them: a report over the daily cap is 429, a full store is 503."""
+
+from __future__ import annotations
+
+import redis
+from fastapi.testclient import TestClient
+from support.api import Api, StubBackends, assert_error, public_and_admin
+
+from policy.review_queue import ReviewRules
+from runtime.embedded_store import EmbeddedStore
+from serve_app.services import Services
+
+
+def _api(url: str, backends: StubBackends, rules: ReviewRules | None = None) -> tuple[TestClient, Api]:
+    services = Services.connect(url, backends, inference_timeout_s=2, review_rules=rules)
+    client = TestClient(public_and_admin(services), raise_server_exceptions=False)
+    return client, Api(client, backends)
+
+
+def test_a_report_over_the_daily_cap_is_429_with_retry_after_and_counts_nothing(redis_url):
+    client, api = _api(redis_url, StubBackends(), ReviewRules(reports_per_account_per_day=2))
+    with client:
+        api.seed()
+        key, other = api.new_key(account="acme"), api.new_key(account="other")
+        assert [api.report(key, "post-1").status_code for _ in range(2)] == [200, 200]
+        refused = api.report(key, "post-1")
+        assert_error(refused, 429, "report_limit_exceeded")
+        assert 1 <= int(refused.headers["retry-after"]) <= 24 * 3600
+        assert api.report(other, "post-1").json()["reports"] == 1  # another account is served
+
+
+def test_an_escalation_over_the_daily_cap_is_429(redis_url):
+    client, api = _api(redis_url, StubBackends(), ReviewRules(escalations_per_account_per_day=1))
+    with client:
+        api.seed()
+        key = api.new_key()
+        api.put_profile("eager", mode="enforce", report_threshold=0, categories={
+            "nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}})  # fmt: skip
+        key = api.new_key(profile="eager")
+        assert api.report(key, "a").json()["escalated"] is True
+        assert_error(api.report(key, "b"), 429, "report_limit_exceeded")
+
+
+def test_a_report_reference_over_4096_characters_is_400_not_500(redis_url):
+    client, api = _api(redis_url, StubBackends())
+    with client:
+        api.seed()
+        response = client.post("/v1/report", headers=api.new_key(), data={"reference": "r" * 5000})
+        assert response.status_code == 400, response.text
+
+
+def test_a_full_store_answers_503_store_unavailable_and_loses_nothing(tmp_path):
+    """maxmemory with noeviction: writes are refused (503), reads and everything stored stay."""
+    with EmbeddedStore(tmp_path / "store") as store:
+        backends = StubBackends()
+        client, api = _api(store.url, backends)
+        with client:
+            api.seed()
+            key = api.new_key()
+            backends.toxic = 0.6  # review
+            queued = api.moderate_text(key).json()["review_id"]
+            with redis.Redis.from_url(store.admin_url) as owner:
+                # Full at once and for sure: the limit below what is already used.
+                owner.config_set("maxmemory", owner.info("memory")["used_memory"] // 2)
+                # Every authenticated request takes a rate token, a write: all of them are refused.
+                assert_error(api.moderate_text(key), 503, "store_unavailable")
+                assert_error(api.report(key, "post-1"), 503, "store_unavailable")
+                assert_error(client.get(f"/v1/review/{queued}", headers=key), 503, "store_unavailable")
+                owner.config_set("maxmemory", 512 * 1024 * 1024)  # room again (an operator raised the limit)
+            item = client.get(f"/v1/review/{queued}", headers=key)
+            assert (item.status_code, item.json()["status"]) == (200, "pending")  # nothing was evicted
+            assert api.moderate_text(key).status_code == 200
