@@ -94,7 +94,7 @@ def replica_states() -> dict[str, dict[str, int]]:
 
 
 def graph_memory() -> dict[str, list[ProcessMemory]]:
-    """The processes this run started (Ray, its workers, redis-server), grouped by what they are."""
+    """The processes this run started (Ray, its workers, the store's valkey-server), grouped by what they are."""
     groups: dict[str, list[ProcessMemory]] = {}
     for process in memory_of_descendants():
         groups.setdefault(_group_of(process.title), []).append(process)
@@ -109,7 +109,7 @@ def _group_of(title: str) -> str:
         return "Serve controller"
     if "ProxyActor" in title:
         return "Serve proxy"
-    if "redis-server" in title:
+    if "valkey-server" in title or "redis-server" in title:
         return "Redis"
     return "Ray core"
 

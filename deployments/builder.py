@@ -34,4 +34,5 @@ def build_app(args: dict) -> Application:
         request_timeout_s=settings.request_timeout_s,
         max_in_flight_per_account=settings.max_in_flight_per_account,
         config_dir=str(settings.config_dir),
+        review_rules=settings.review_rules(),
     )

@@ -9,6 +9,7 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from deployments.handles import ServeBackends
+from policy.review_queue import ReviewRules
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
 from serve_app.services import Services
@@ -29,6 +30,7 @@ class ModerationIngress:
         admin_token: str | None,
         inference_timeout_s: float,
         config_dir: str,
+        review_rules: ReviewRules | None = None,
         body_idle_timeout_s: float = 10.0,
         body_timeout_s: float = 30.0,
         request_timeout_s: float = 60.0,
@@ -43,6 +45,7 @@ class ModerationIngress:
             body_timeout_s=body_timeout_s,
             request_timeout_s=request_timeout_s,
             max_in_flight_per_account=max_in_flight_per_account,
+            review_rules=review_rules,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
         await seed_config(self._services.config, Path(config_dir))

@@ -1,7 +1,7 @@
 """`moderation-admin`: the admin API from a terminal.
 
     moderation-admin keys create --account acme --profile default --plan default
-    moderation-admin keys revoke key_0123456789ab
+    moderation-admin keys revoke key_0123456789abcdef0123456789abcdef
     moderation-admin plans get default
     moderation-admin plans put gold --file gold.yaml
     moderation-admin profiles put site-b --file site-b.yaml

@@ -1,7 +1,7 @@
 """`make serve`: Redis, Ray and the Serve graph, until Ctrl-C or SIGTERM.
 
-Without REDIS_URL an embedded redis-server starts on loopback with its AOF under
-MODERATION_DATA_DIR. Plans and profiles are seeded from config/ and, when the store
+Without REDIS_URL an embedded valkey-server (runtime.embedded_store) starts on loopback,
+password-protected, with its AOF under MODERATION_DATA_DIR. Plans and profiles are seeded from config/ and, when the store
 has no key, one is created for the default plan and profile and printed once.
 Everything started here is stopped here, in reverse order.
 """
@@ -63,9 +63,9 @@ def main() -> None:
     redis_server = None
     redis_url = settings.redis_url
     if redis_url is None:
-        redis_server = EmbeddedStore(settings.data_dir / "redis")
-        redis_url = redis_server.start()
-        log.info("embedded redis-server at %s (AOF in %s)", redis_url, settings.data_dir / "redis")
+        redis_server = EmbeddedStore(settings.data_dir / "redis", maxmemory_mb=settings.store_maxmemory_mb)
+        redis_url = redis_server.start()  # carries the store's password: never logged or printed
+        log.info("embedded valkey-server at %s (AOF in %s)", redis_server.redacted_url, redis_server.data_dir)
 
     import ray
     from ray import serve

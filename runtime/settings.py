@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from policy.review_queue import DAY_S, ReviewRules
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,7 +18,7 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
-    # Unset: `make serve` starts an embedded redis-server with its files under data_dir.
+    # Unset: `make serve` starts an embedded valkey-server (password, loopback) with its files under data_dir.
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     data_dir: Path = PROJECT_ROOT / ".data"
     # Unset: the admin API answers 404 on every path.
@@ -40,6 +42,27 @@ class Settings(BaseSettings):
     request_timeout_s: float = 60.0
     # Requests of one account that read a body, in progress at once per ingress replica; over it a 429.
     max_in_flight_per_account: int = 16
+
+    # The store (policy/review_queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
+    # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
+    store_maxmemory_mb: int = Field(default=512, ge=16)
+    # A reference's report counter is forgotten this many days after its last report.
+    report_counter_days: float = Field(default=30, gt=0)
+    # Reports one account may make per UTC day, and review items its reports may create per UTC day;
+    # a report over either cap is refused with 429 report_limit_exceeded and counts nothing.
+    reports_per_day: int = Field(default=10_000, ge=0)
+    escalations_per_day: int = Field(default=1_000, ge=0)
+    # A decided review item is kept this many days after its decision, then removed.
+    review_retention_days: float = Field(default=30, gt=0)
+
+    def review_rules(self) -> ReviewRules:
+        """The retention and caps above, as the review queue takes them."""
+        return ReviewRules(
+            report_counter_ttl_s=max(1, round(self.report_counter_days * DAY_S)),
+            reports_per_account_per_day=self.reports_per_day,
+            escalations_per_account_per_day=self.escalations_per_day,
+            decided_retention_s=max(1, round(self.review_retention_days * DAY_S)),
+        )
 
 
 @lru_cache(maxsize=1)

@@ -21,7 +21,12 @@ from starlette.requests import ClientDisconnect
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.image_limits import DecodeBusy
 from moderation import errors as flow
-from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from policy.review_queue import (
+    InvalidReviewField,
+    ReportLimitExceeded,
+    ReviewAlreadyDecided,
+    ReviewItemNotFound,
+)
 
 log = logging.getLogger("moderation.errors")
 
@@ -101,6 +106,7 @@ class Overloaded(ApiError):
 DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
     flow.InvalidThreshold: (400, "invalid_threshold", None),
     InvalidImage: (400, "invalid_image", None),
+    InvalidReviewField: (400, "invalid_request", None),
     flow.QuotaExceeded: (402, "quota_exceeded", None),
     flow.ScopeNotCovered: (403, "capability_required", None),
     ReviewItemNotFound: (404, "not_found", None),
@@ -108,6 +114,8 @@ DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
     flow.UploadTooLarge: (413, "image_too_large", None),
     ImageTooLarge: (413, "image_too_large", None),
     flow.TextTooLong: (413, "text_too_long", None),
+    # Retry-After: the exception's own `retry_after_s` (the time until the next UTC day).
+    ReportLimitExceeded: (429, "report_limit_exceeded", 3600),
     flow.Overloaded: (503, "overloaded", 1),
     flow.ModelUnavailable: (503, "inference_unavailable", 5),
     DecodeBusy: (503, "overloaded", 1),
@@ -126,6 +134,8 @@ def api_error_of(exc: Exception) -> ApiError:
     for kind in type(exc).__mro__:
         if kind in DOMAIN_ERRORS:
             status, code, retry_after_s = DOMAIN_ERRORS[kind]
+            # An exception that knows when a retry can succeed says so itself.
+            retry_after_s = getattr(exc, "retry_after_s", None) or retry_after_s
             message = CLIENT_MESSAGES.get(kind) or str(exc) or FALLBACK_MESSAGES.get(kind, "The request was refused.")
             return ApiError.with_code(status, code, message, retry_after_s)
     return ApiError()

@@ -10,7 +10,7 @@ from models.image_limits import ImageDecoder
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from policy.limits import Limits
-from policy.review_queue import ReviewQueue
+from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
 from serve_app.deadlines import TimeLimits
 
@@ -38,11 +38,12 @@ class Services:
         body_timeout_s: float = TimeLimits.body_timeout_s,
         request_timeout_s: float = TimeLimits.request_timeout_s,
         max_in_flight_per_account: int = TimeLimits.max_in_flight_per_account,
+        review_rules: ReviewRules | None = None,
     ) -> Services:
         redis = Redis.from_url(
             redis_url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2
         )
-        limits, reviews = Limits(redis), ReviewQueue(redis)
+        limits, reviews = Limits(redis), ReviewQueue(redis, review_rules)
         return cls(
             config=ConfigStore(redis),
             limits=limits,

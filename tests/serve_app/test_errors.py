@@ -12,13 +12,19 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.image_limits import DecodeBusy
 from moderation import errors as flow
-from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from policy.review_queue import (
+    InvalidReviewField,
+    ReportLimitExceeded,
+    ReviewAlreadyDecided,
+    ReviewItemNotFound,
+)
 from serve_app.errors import DOMAIN_ERRORS, ApiError, api_error_of, error_response, install_error_handlers
 
 
 CASES = [
     (flow.InvalidThreshold(), 400, "invalid_threshold"),
     (InvalidImage("not an image"), 400, "invalid_image"),
+    (InvalidReviewField("'reference' is longer than 4096 characters."), 400, "invalid_request"),
     (flow.QuotaExceeded(), 402, "quota_exceeded"),
     (flow.ScopeNotCovered(), 403, "capability_required"),
     (ReviewItemNotFound(7), 404, "not_found"),
@@ -26,6 +32,7 @@ CASES = [
     (flow.UploadTooLarge(), 413, "image_too_large"),
     (ImageTooLarge(50_000_000, 40_000_000), 413, "image_too_large"),
     (flow.TextTooLong(), 413, "text_too_long"),
+    (ReportLimitExceeded("reports", 10_000, 3600), 429, "report_limit_exceeded"),
     (flow.ModelUnavailable(), 503, "inference_unavailable"),
     (flow.Overloaded(), 503, "overloaded"),
     (DecodeBusy("all decode workers busy"), 503, "overloaded"),
@@ -88,3 +95,10 @@ async def test_a_client_disconnect_is_one_log_line_not_a_traceback(caplog):
     assert sent[0]["status"] == 400
     assert [r for r in caplog.records if "disconnected" in r.getMessage()]
     assert not [r for r in caplog.records if r.exc_info]
+
+
+def test_a_refused_report_says_when_the_next_utc_day_starts():
+    error = api_error_of(ReportLimitExceeded("escalations", 1000, retry_after_s=7200.4))
+    assert (error.status, error.code) == (429, "report_limit_exceeded")
+    assert "1000" in error.message
+    assert error_response(error).headers["retry-after"] == "7201"
