@@ -26,3 +26,34 @@ def test_defaults_are_loopback_port_8000_and_no_admin_api(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     settings = Settings()
     assert (settings.host, settings.port, settings.admin_token, settings.redis_url) == ("127.0.0.1", 8000, None, None)
+
+
+def test_the_store_rules_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("MODERATION_REPORT_COUNTER_DAYS", "2")
+    monkeypatch.setenv("MODERATION_REPORTS_PER_DAY", "50")
+    monkeypatch.setenv("MODERATION_ESCALATIONS_PER_DAY", "5")
+    monkeypatch.setenv("MODERATION_REVIEW_RETENTION_DAYS", "0.5")
+    monkeypatch.setenv("MODERATION_STORE_MAXMEMORY_MB", "128")
+    settings = Settings()
+    rules = settings.review_rules()
+    assert (rules.report_counter_ttl_s, rules.reports_per_account_per_day) == (2 * 86400, 50)
+    assert (rules.escalations_per_account_per_day, rules.decided_retention_s) == (5, 43200)
+    assert settings.store_maxmemory_mb == 128
+
+
+def test_the_store_defaults(monkeypatch):
+    for name in ("REPORT_COUNTER_DAYS", "REPORTS_PER_DAY", "ESCALATIONS_PER_DAY", "REVIEW_RETENTION_DAYS",
+                 "STORE_MAXMEMORY_MB"):
+        monkeypatch.delenv(f"MODERATION_{name}", raising=False)
+    rules, settings = Settings().review_rules(), Settings()
+    assert (rules.report_counter_ttl_s, rules.decided_retention_s) == (30 * 86400, 30 * 86400)
+    assert (rules.reports_per_account_per_day, rules.escalations_per_account_per_day) == (10_000, 1_000)
+    assert settings.store_maxmemory_mb == 512
+
+
+@pytest.mark.parametrize("name,value", [("REVIEW_RETENTION_DAYS", "0"), ("REPORTS_PER_DAY", "-1"),
+                                        ("STORE_MAXMEMORY_MB", "1")])
+def test_nonsense_store_settings_are_refused_at_start(monkeypatch, name, value):
+    monkeypatch.setenv(f"MODERATION_{name}", value)
+    with pytest.raises(ValidationError):
+        Settings()
