@@ -77,10 +77,10 @@ def measure_service(results: report.Results) -> None:
     }
     with (
         tempfile.TemporaryDirectory(prefix="bench-") as workdir,
-        local_graph(Path(workdir), env_vars=service.REPLICA_ENV, num_cpus=service.RAY_CPUS) as graph,
+        local_graph(Path(workdir), admin_token=service.ADMIN_TOKEN, num_cpus=service.RAY_CPUS) as graph,
     ):
         base_url = graph.base_url
-        keys = service.bench_keys(base_url, {w.profile for w in workloads.values()})
+        keys = service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()})
         for name in THROUGHPUT_WORKLOADS:
             service.requests_per_s(base_url, keys[workloads[name].profile], workloads[name], 8, WARMUP_REQUESTS)
         for name, workload in workloads.items():

@@ -12,14 +12,12 @@ import httpx
 
 from bench.memory import ProcessMemory, memory_of_descendants
 
-ADMIN_TOKEN = "bench-admin-token"
+ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 PLAN = "bench"
 # High enough that 429 (rate) and 402 (quota) never interfere.
 PLAN_LIMITS = {"scope": "both", "monthly_quota": 1_000_000_000, "rate_per_second": 1_000_000, "burst": 1_000_000}
 DEPLOYMENTS = ("ModerationIngress", "ImageModel", "TextModel", "Policy")
 RAY_CPUS = 2
-# The replicas' environment beside serve_config.yaml's: the admin API is on for this run.
-REPLICA_ENV = {"MODERATION_ADMIN_TOKEN": ADMIN_TOKEN}
 REQUEST_TIMEOUT_S = 120
 
 
@@ -41,10 +39,10 @@ def text_workload(name: str, texts: list[str]) -> Workload:
     return Workload(name, "/v1/moderate-text", "default", [{"json": {"text": t}} for t in texts])
 
 
-def bench_keys(base_url: str, profiles: set[str]) -> dict[str, dict[str, str]]:
-    """Authorization headers by profile, for keys on the unlimited bench plan."""
+def bench_keys(admin_url: str, profiles: set[str]) -> dict[str, dict[str, str]]:
+    """Authorization headers by profile, for keys on the unlimited bench plan (through the admin listener)."""
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with httpx.Client(base_url=base_url, headers=admin, timeout=REQUEST_TIMEOUT_S) as client:
+    with httpx.Client(base_url=admin_url, headers=admin, timeout=REQUEST_TIMEOUT_S) as client:
         _check(client.put(f"/admin/v1/plans/{PLAN}", json=PLAN_LIMITS))
         headers = {}
         for profile in sorted(profiles):

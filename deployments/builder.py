@@ -27,7 +27,6 @@ def build_app(args: dict) -> Application:
         TextModel.bind(model_registry=registry),
         Policy.bind(),
         redis_url=args.get("redis_url") or settings.redis_url,
-        admin_token=settings.admin_token,
         inference_timeout_s=settings.inference_timeout_s,
         body_idle_timeout_s=settings.body_idle_timeout_s,
         body_timeout_s=settings.body_timeout_s,

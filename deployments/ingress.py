@@ -27,7 +27,6 @@ class ModerationIngress:
         policy: DeploymentHandle,
         *,
         redis_url: str,
-        admin_token: str | None,
         inference_timeout_s: float,
         config_dir: str,
         review_rules: ReviewRules | None = None,
@@ -39,7 +38,6 @@ class ModerationIngress:
         self._services = Services.connect(
             redis_url,
             ServeBackends(image_model, text_model, policy),
-            admin_token=admin_token,
             inference_timeout_s=inference_timeout_s,
             body_idle_timeout_s=body_idle_timeout_s,
             body_timeout_s=body_timeout_s,

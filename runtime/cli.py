@@ -9,7 +9,7 @@
     moderation-admin reviews decide 17 rejected
     moderation-admin usage acme
 
-The service address comes from --url or MODERATION_URL (default http://127.0.0.1:8000),
+The admin listener's address comes from --url or MODERATION_ADMIN_URL (default http://127.0.0.1:8001),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
 prints the API's error and exits with 1.
 """
@@ -28,7 +28,7 @@ import yaml
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="moderation-admin", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("MODERATION_URL", "http://127.0.0.1:8000"))
+    parser.add_argument("--url", default=os.environ.get("MODERATION_ADMIN_URL", "http://127.0.0.1:8001"))
     groups = parser.add_subparsers(dest="group", required=True)
 
     keys = groups.add_parser("keys").add_subparsers(dest="action", required=True)

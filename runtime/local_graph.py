@@ -1,13 +1,13 @@
 """The whole graph on this machine, for the end-to-end tests and the benchmarks.
 
-An embedded redis-server, a local Ray instance and serve_config.yaml deployed on a free
-loopback port; everything is stopped on exit with serve.shutdown() and ray.shutdown()
+An embedded store, a local token-authenticated Ray instance and serve_config.yaml deployed
+on a free loopback port, and, given an admin token, the admin API on a listener of its own;
+everything is stopped on exit with serve.shutdown() and ray.shutdown()
 (never `ray stop`, which would hit other Ray work on the machine).
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import httpx
 
+from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore
+from runtime.ray_cluster import start_local_ray
 from runtime.settings import PROJECT_ROOT
 
 
@@ -26,6 +28,7 @@ class LocalGraph:
     base_url: str
     config: dict
     redis_url: str
+    admin_url: str | None  # the admin API's own listener, when an admin token was given
 
 
 def free_port() -> int:
@@ -36,10 +39,13 @@ def free_port() -> int:
 
 @contextmanager
 def local_graph(
-    workdir: Path, *, env_vars: dict[str, str] | None = None, num_cpus: int = 2, timeout_s: float = 600
+    workdir: Path,
+    *,
+    env_vars: dict[str, str] | None = None,
+    admin_token: str | None = None,
+    num_cpus: int = 2,
+    timeout_s: float = 600,
 ) -> Iterator[LocalGraph]:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
     from ray import serve
 
@@ -51,14 +57,21 @@ def local_graph(
     config = read_serve_config(
         PROJECT_ROOT / "serve_config.yaml", host="127.0.0.1", port=port, redis_url=redis_url, env_vars=env_vars
     )
+    admin_server = None
     try:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        start_local_ray(Path(workdir), num_cpus=num_cpus, log_to_driver=False)
         deploy(config)
         wait_until_running(timeout_s=timeout_s)
         base_url = f"http://127.0.0.1:{port}"
         wait_until_healthy(base_url)
-        yield LocalGraph(base_url=base_url, config=config, redis_url=redis_url)
+        if admin_token:
+            admin_server = AdminServer(redis_url=redis_url, admin_token=admin_token, host="127.0.0.1", port=free_port())
+            admin_server.start()
+        admin_url = admin_server.url if admin_server else None
+        yield LocalGraph(base_url=base_url, config=config, redis_url=redis_url, admin_url=admin_url)
     finally:
+        if admin_server is not None:
+            admin_server.stop()
         if ray.is_initialized():
             serve.shutdown()
             ray.shutdown()

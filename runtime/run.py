@@ -2,8 +2,10 @@
 
 Without REDIS_URL an embedded valkey-server (runtime.embedded_store) starts on loopback,
 password-protected, with its AOF under MODERATION_DATA_DIR. Plans and profiles are seeded from config/ and, when the store
-has no key, one is created for the default plan and profile and printed once.
-Everything started here is stopped here, in reverse order.
+has no key, one is created for the default plan and profile and printed once. Ray runs on
+loopback with token authentication (runtime.ray_cluster); with MODERATION_ADMIN_TOKEN set,
+the admin API listens on its own loopback port in this process (runtime.admin_server), so
+the token never reaches a replica. Everything started here is stopped here, in reverse order.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import threading
 from redis.asyncio import Redis
 
 from policy.store import ConfigStore
+from runtime.admin_server import AdminServer
 from runtime.bootstrap import create_first_key, seed_config
 from runtime.embedded_store import EmbeddedStore
+from runtime.ray_cluster import replica_env, start_local_ray
 from runtime.settings import Settings, get_settings
 
 log = logging.getLogger("moderation.run")
@@ -56,11 +60,9 @@ def _ignore_signals() -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     settings = get_settings()
 
-    redis_server = None
+    redis_server = admin_server = None
     redis_url = settings.redis_url
     if redis_url is None:
         redis_server = EmbeddedStore(settings.data_dir / "redis", maxmemory_mb=settings.store_maxmemory_mb)
@@ -74,22 +76,25 @@ def main() -> None:
 
     try:
         first_key = asyncio.run(_prepare_store(settings, redis_url))
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=True)
+        start_local_ray(settings.data_dir, num_cpus=os.cpu_count(), log_to_driver=True)
         _stop_on_signals()
-        # The replicas read the same MODERATION_* settings as this process.
-        replica_env = {k: v for k, v in os.environ.items() if k.startswith("MODERATION_")}
         deploy(
             read_serve_config(
                 settings.serve_config,
                 host=settings.host,
                 port=settings.port,
                 redis_url=redis_url,
-                env_vars=replica_env,
+                env_vars=replica_env(os.environ),  # the same settings as here, minus the secrets
             )
         )
         wait_until_running()
         base_url = f"http://{settings.host}:{settings.port}"
         print(f"\nModeration service ready at {base_url}", flush=True)
+        if settings.admin_token:
+            admin_server = AdminServer(
+                redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port
+            )
+            print(f"Admin API at {admin_server.start()}", flush=True)
         if first_key:
             print(
                 "\nFirst start: created an API key for plan "
@@ -103,6 +108,8 @@ def main() -> None:
     finally:
         _ignore_signals()  # a second Ctrl-C must not cut the clean-up short
         log.info("stopping")
+        if admin_server is not None:
+            admin_server.stop()
         if ray.is_initialized():
             _shutdown_serve(serve)
             ray.shutdown()  # stops the Ray processes this run started

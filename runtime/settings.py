@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from policy.review_queue import DAY_S, ReviewRules
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# A guessable admin token would make the admin API's throttle the only defence.
+MIN_ADMIN_TOKEN_CHARS = 32
 
 
 class Settings(BaseSettings):
@@ -21,8 +23,11 @@ class Settings(BaseSettings):
     # Unset: `make serve` starts an embedded valkey-server (password, loopback) with its files under data_dir.
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     data_dir: Path = PROJECT_ROOT / ".data"
-    # Unset: the admin API answers 404 on every path.
-    admin_token: str | None = None
+    # Unset: no admin API at all. Set: at least 32 characters (refused at start otherwise), and the
+    # admin API listens on admin_host:admin_port, never on the public port.
+    admin_token: str | None = Field(default=None, min_length=MIN_ADMIN_TOKEN_CHARS)
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 8001
     config_dir: Path = PROJECT_ROOT / "config"
     serve_config: Path = PROJECT_ROOT / "serve_config.yaml"
     # The model registry the model deployments load versions from.

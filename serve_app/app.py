@@ -1,4 +1,8 @@
-"""The FastAPI app, built by a plain factory so tests can drive it without Ray."""
+"""The FastAPI apps, built by plain factories so tests can drive them without Ray.
+
+The public app (the graph's ingress) and the admin app (its own listener, started by the
+runner) share the stores but no port: the admin API is never reachable where clients are.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from fastapi import FastAPI
 
 from serve_app import routes_admin, routes_public
 from serve_app.access_log import AccessLogMiddleware
+from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.errors import install_error_handlers
 from serve_app.services import Services
@@ -25,5 +30,15 @@ def create_app(services: Services) -> FastAPI:
     app.add_middleware(DeadlineMiddleware, limits=services.time_limits)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_public.router)
+    return app
+
+
+def create_admin_app(services: Services, admin_token: str) -> FastAPI:
+    """The admin API alone, for its own listener (loopback by default): never on the public port."""
+    app = FastAPI(title="Content moderation admin API", version=API_VERSION, openapi_url=None)
+    app.state.services = services
+    app.state.admin_guard = AdminGuard(admin_token)
+    install_error_handlers(app)
+    app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_admin.router)
     return app

@@ -1,8 +1,9 @@
 """The admin API (`/admin/v1/`): what the dashboard and the CLI call.
 
-Guarded by `Authorization: Bearer $MODERATION_ADMIN_TOKEN`; without the variable the
-whole API answers 404. Plans and profiles written here take effect on the next
-request of every replica, because every request reads them from Redis.
+Served only by the admin app on its own listener (`serve_app.app.create_admin_app`),
+guarded by `Authorization: Bearer $MODERATION_ADMIN_TOKEN`. Plans and profiles written
+here take effect on the next request of every replica, because every request reads them
+from Redis.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from serve_app import errors
 from serve_app.auth import require_admin, services
 from serve_app.schemas import review_id_of
 
-# Not in the public OpenAPI document: the admin API is for operators, not for API clients.
-router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)], include_in_schema=False)
+router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
 
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

@@ -20,19 +20,17 @@ class Services:
     config: ConfigStore
     limits: Limits
     reviews: ReviewQueue
-    backends: ModelBackends
+    backends: ModelBackends | None  # None in the admin app, which scores nothing
     flow: ModerationFlow
     decoder: ImageDecoder
-    admin_token: str | None = None
     time_limits: TimeLimits = TimeLimits()
 
     @classmethod
     def connect(
         cls,
         redis_url: str,
-        backends: ModelBackends,
+        backends: ModelBackends | None,
         *,
-        admin_token: str | None = None,
         inference_timeout_s: float = 30.0,
         body_idle_timeout_s: float = TimeLimits.body_idle_timeout_s,
         body_timeout_s: float = TimeLimits.body_timeout_s,
@@ -51,7 +49,6 @@ class Services:
             backends=backends,
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
             decoder=ImageDecoder(),
-            admin_token=admin_token,
             time_limits=TimeLimits(
                 body_idle_timeout_s=body_idle_timeout_s,
                 body_timeout_s=body_timeout_s,

@@ -2,8 +2,8 @@
 
 Lower layers never import higher ones: `models` and `policy` know nothing of the
 service; `moderation` (the flow) knows no HTTP and no Ray; `serve_app` (HTTP) knows no
-Ray and no process code; `runtime` (settings, runner, embedded store, CLI) starts the
-graph by its import path and never imports it; `deployments` (Ray shells and the
+Ray and no process code; `runtime` (settings, runner, embedded store, admin listener, CLI)
+starts the graph by its import path and never imports it; `deployments` (Ray shells and the
 builder) sits on top. Tools (`bench`, `training`) may use the layers they measure.
 """
 
@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "policy": set(),
     "moderation": {"models", "policy"},
     "serve_app": {"moderation", "models", "policy"},
-    "runtime": {"policy"},
+    "runtime": {"serve_app", "moderation", "models", "policy"},
     "deployments": {"runtime", "serve_app", "moderation", "models", "policy"},
     "training": {"models"},
     "bench": {"runtime", "serve_app", "moderation", "models", "policy"},

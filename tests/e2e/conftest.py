@@ -12,15 +12,16 @@ from support.tiny_models import tiny_bert
 
 from runtime.local_graph import local_graph
 
-ADMIN_TOKEN = "e2e-admin-token"
+ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef"
 SWAP_VERSION = "tiny-bert-e2e-1"
 
 
 @pytest.fixture(scope="session")
 def serve_graph(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("e2e")
-    with local_graph(workdir, env_vars={"MODERATION_ADMIN_TOKEN": ADMIN_TOKEN}) as graph:
-        yield {"base_url": graph.base_url, "config": graph.config, "redis_url": graph.redis_url, "workdir": workdir}
+    with local_graph(workdir, admin_token=ADMIN_TOKEN) as graph:
+        yield {"base_url": graph.base_url, "admin_url": graph.admin_url, "config": graph.config,
+               "redis_url": graph.redis_url, "workdir": workdir}
 
 
 @pytest.fixture(scope="session")
@@ -41,15 +42,21 @@ def swap_entry(serve_graph) -> dict:
 
 
 @pytest.fixture(scope="session")
+def admin_client(serve_graph, admin):
+    with httpx.Client(base_url=serve_graph["admin_url"], headers=admin, timeout=60) as http:
+        yield http
+
+
+@pytest.fixture(scope="session")
 def admin() -> dict:
     return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture(scope="session")
-def new_key(client, admin):
+def new_key(admin_client):
     def make(profile: str = "default", plan: str = "default", account: str = "e2e") -> dict:
         body = {"account": account, "profile": profile, "plan": plan}
-        response = client.post("/admin/v1/keys", json=body, headers=admin)
+        response = admin_client.post("/admin/v1/keys", json=body)
         assert response.status_code == 201, response.text
         return {"Authorization": f"Bearer {response.json()['key']}"}
 

@@ -16,7 +16,7 @@ def cli(serve_graph, monkeypatch, capsys, admin):
     monkeypatch.setenv("MODERATION_ADMIN_TOKEN", admin["Authorization"].split()[1])
 
     def run(*args: str) -> tuple[int, dict]:
-        code = main(["--url", serve_graph["base_url"], *args])
+        code = main(["--url", serve_graph["admin_url"], *args])
         return code, json.loads(capsys.readouterr().out)
 
     return run

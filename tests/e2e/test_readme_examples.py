@@ -51,6 +51,6 @@ def test_quick_start_examples(serve_graph, new_key):
 
 def test_admin_profile_example(serve_graph, admin):
     token = admin["Authorization"].split()[1]
-    command = bash_block("## Admin API and CLI").replace("http://127.0.0.1:8000", serve_graph["base_url"])
+    command = bash_block("## Admin API and CLI").replace("http://127.0.0.1:8001", serve_graph["admin_url"])
     status, profile = run(command, {**os.environ, "MODERATION_ADMIN_TOKEN": token})
     assert status == 200 and profile["categories"]["weapon"]["enabled"] is True

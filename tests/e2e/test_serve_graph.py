@@ -81,7 +81,7 @@ def test_concurrent_requests_are_all_answered(client, new_key):
     assert statuses == [200] * 24
 
 
-def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin, new_key, serve_graph, swap_entry):
+def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin_client, new_key, serve_graph, swap_entry):
     """Re-deploying a new text version calls reconfigure(); every request in flight succeeds.
 
     The new version is a local Hugging Face directory given inline in serve_config's
@@ -90,7 +90,7 @@ def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin, new_
     from runtime.deploy import deploy, with_model_version
 
     unthrottled = {"scope": "both", "monthly_quota": 1_000_000, "rate_per_second": 10_000, "burst": 10_000}
-    assert client.put("/admin/v1/plans/unthrottled", json=unthrottled, headers=admin).status_code == 200
+    assert admin_client.put("/admin/v1/plans/unthrottled", json=unthrottled).status_code == 200
     headers = new_key(account="swapper", plan="unthrottled")
     old_version = client.post("/v1/moderate-text", headers=headers, json={"text": "hi"}).json()["model_version"]
     seen: list[tuple[int, str | None]] = []

@@ -31,6 +31,21 @@ def test_defaults_are_loopback_port_8000_and_no_admin_api(monkeypatch):
     assert (settings.host, settings.port, settings.admin_token, settings.redis_url) == ("127.0.0.1", 8000, None, None)
 
 
+def test_an_admin_token_under_32_characters_is_refused_at_start(monkeypatch):
+    monkeypatch.setenv("MODERATION_ADMIN_TOKEN", "x" * 31)
+    with pytest.raises(ValidationError, match="32"):
+        Settings()
+    monkeypatch.setenv("MODERATION_ADMIN_TOKEN", "x" * 32)
+    assert Settings().admin_token == "x" * 32
+
+
+def test_the_admin_api_listens_on_loopback_by_default(monkeypatch):
+    for name in environment_names():
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings()
+    assert (settings.admin_host, settings.admin_port) == ("127.0.0.1", 8001)
+
+
 def test_the_store_rules_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("MODERATION_REPORT_COUNTER_DAYS", "2")
     monkeypatch.setenv("MODERATION_REPORTS_PER_DAY", "50")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from support.api import ADMIN_TOKEN, Api, StubBackends
+from support.api import Api, public_and_admin, StubBackends
 
-from serve_app.app import create_app
 from serve_app.services import Services
 
 
@@ -17,8 +16,8 @@ def backends() -> StubBackends:
 
 @pytest.fixture
 def api(redis_url: str, backends: StubBackends):
-    services = Services.connect(redis_url, backends, admin_token=ADMIN_TOKEN, inference_timeout_s=2)
-    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+    services = Services.connect(redis_url, backends, inference_timeout_s=2)
+    with TestClient(public_and_admin(services), raise_server_exceptions=False) as client:
         api = Api(client, backends)
         api.seed()
         yield api

@@ -1,20 +1,48 @@
-"""The admin API: guarded by MODERATION_ADMIN_TOKEN, off without it."""
+"""The admin API: its own app (listener), guarded by MODERATION_ADMIN_TOKEN, throttled on wrong tokens."""
 
 from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from support.api import StubBackends, assert_error
+from support.api import ADMIN_TOKEN, StubBackends, assert_error
 
-from serve_app.app import create_app
+from serve_app.admin_guard import MAX_FAILURES, AdminGuard
+from serve_app.app import create_admin_app, create_app
+from serve_app.errors import RateLimited, Unauthorized
 from serve_app.services import Services
 
 
-def test_admin_api_is_off_without_a_token(redis_url):
-    services = Services.connect(redis_url, StubBackends(), admin_token=None)
+def test_the_public_app_never_serves_the_admin_api(redis_url):
+    services = Services.connect(redis_url, StubBackends())
     with TestClient(create_app(services)) as client:
-        response = client.get("/admin/v1/plans/default", headers={"Authorization": "Bearer "})
-    assert_error(response, 404, "not_found")
+        response = client.get("/admin/v1/plans/default", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        assert_error(response, 404, "not_found")
+        assert not [path for path in client.get("/openapi.json").json()["paths"] if path.startswith("/admin")]
+
+
+def test_wrong_tokens_pause_the_admin_api_even_for_the_right_token(redis_url):
+    services = Services.connect(redis_url, StubBackends())
+    with TestClient(create_admin_app(services, ADMIN_TOKEN)) as client:
+        right = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        assert client.get("/admin/v1/plans/nope", headers=right).status_code == 404
+        for _ in range(MAX_FAILURES):
+            assert_error(client.get("/admin/v1/plans/default", headers={"Authorization": "Bearer guess"}), 401,
+                         "unauthorized")
+        paused = client.get("/admin/v1/plans/nope", headers=right)
+        assert_error(paused, 429, "rate_limited")
+        assert 1 <= int(paused.headers["retry-after"]) <= 60
+
+
+def test_the_pause_ends_when_the_window_has_room_again():
+    now = [0.0]
+    guard = AdminGuard("t" * 32, max_failures=2, window_s=60, clock=lambda: now[0])
+    for _ in range(2):
+        with pytest.raises(Unauthorized):
+            guard.check("guess")
+    with pytest.raises(RateLimited):
+        guard.check("t" * 32)
+    now[0] = 60.5
+    guard.check("t" * 32)
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}])

@@ -50,7 +50,7 @@ def free_port() -> int:
 def server(redis_url: str):
     backends = SlowBackends()
     services = Services.connect(
-        redis_url, backends, admin_token=ADMIN_TOKEN, inference_timeout_s=30,
+        redis_url, backends, inference_timeout_s=30,
         body_idle_timeout_s=IDLE_S, body_timeout_s=BODY_S, request_timeout_s=REQUEST_S, max_in_flight_per_account=CAP,
     )
     port = free_port()

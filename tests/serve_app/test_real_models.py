@@ -10,10 +10,9 @@ import yaml
 from fastapi.testclient import TestClient
 from PIL import Image
 from skimage import data as photos
-from support.api import ADMIN_TOKEN, Api
+from support.api import Api, public_and_admin
 from support.firearm import rendered_revolver
 
-from serve_app.app import create_app
 from moderation.local_backends import LocalBackends
 from serve_app.services import Services
 from runtime.deploy import served_model_versions
@@ -28,8 +27,8 @@ def real_backends() -> LocalBackends:
 
 @pytest.fixture
 def real_api(redis_url, real_backends):
-    services = Services.connect(redis_url, real_backends, admin_token=ADMIN_TOKEN)
-    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+    services = Services.connect(redis_url, real_backends)
+    with TestClient(public_and_admin(services), raise_server_exceptions=False) as client:
         api = Api(client, real_backends)
         api.seed()
         yield api

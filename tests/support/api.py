@@ -18,8 +18,10 @@ from policy.decisions import decide
 from models.text_scoring import TextRequest, TextScores
 from runtime.bootstrap import load_plans, load_profiles
 from runtime.settings import PROJECT_ROOT
+from serve_app.app import create_admin_app, create_app
+from serve_app.services import Services
 
-ADMIN_TOKEN = "test-admin-token"
+ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 # The tests pin the default profile's thresholds so they do not move when the shipped
 # config is re-tuned from a model evaluation.
 TEST_THRESHOLDS = {
@@ -65,6 +67,20 @@ class StubBackends:
         if self.failing:
             raise ConnectionError("not ready")
         return {"image.nsfw": "stub-1", "text.toxic": "stub-text-1"}
+
+
+def public_and_admin(services: Services, admin_token: str = ADMIN_TOKEN):
+    """One ASGI app for tests: `/admin/` paths go to the admin app, the rest to the public app.
+
+    In the product they listen on different ports; one TestClient over both keeps the tests short.
+    """
+    public, admin = create_app(services), create_admin_app(services, admin_token)
+
+    async def app(scope, receive, send):
+        target = admin if scope.get("path", "").startswith("/admin/") else public
+        await target(scope, receive, send)
+
+    return app
 
 
 class Api:

@@ -1,0 +1,43 @@
+"""The local Ray instance of `make serve`, the tests and the benchmarks: token-authenticated, on loopback.
+
+Ray's own RPC ports run code for whoever reaches them, so the head binds 127.0.0.1 and
+token authentication is on: the token is generated once, kept in a 0600 file under the
+data dir and handed to Ray through RAY_AUTH_TOKEN_PATH (never through a runtime_env).
+Secrets never travel in the replicas' runtime_env either: `replica_env` drops them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+# Settings the replicas must not receive: the admin API runs in the runner, not in Ray.
+SECRET_SETTINGS = frozenset({"MODERATION_ADMIN_TOKEN"})
+
+
+def ray_token_file(data_dir: Path) -> Path:
+    """The token file under `data_dir`, created with a fresh random token the first time (mode 0600)."""
+    path = Path(data_dir) / "ray" / "auth_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(secrets.token_hex(32))
+    return path
+
+
+def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool) -> None:
+    """ray.init() for this machine only, with token authentication."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(ray_token_file(data_dir))
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=log_to_driver, _node_ip_address=LOOPBACK)
+
+
+def replica_env(environ: dict[str, str]) -> dict[str, str]:
+    """The MODERATION_* settings the replicas read, without the secrets."""
+    return {k: v for k, v in environ.items() if k.startswith("MODERATION_") and k not in SECRET_SETTINGS}
