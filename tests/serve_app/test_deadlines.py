@@ -104,7 +104,7 @@ def test_a_stalled_body_is_cut_with_408_while_others_are_served(server, extra):
     status, headers, body, elapsed = stalled.response()
     stalled.close()
     assert status == 408 and body["error"]["code"] == "request_timeout", body
-    assert IDLE_S <= elapsed < IDLE_S + SLACK_S
+    assert IDLE_S - 0.1 <= elapsed < IDLE_S + SLACK_S  # the server's clock starts a hair before ours
     assert served(api, other) < 1.0
 
 
@@ -126,7 +126,7 @@ def test_a_trickled_body_is_cut_at_the_body_deadline(server, extra):
     trickle.close()
     status, _, body, elapsed = result[0]
     assert status == 408 and body["error"]["code"] == "request_timeout", body
-    assert BODY_S <= elapsed < BODY_S + SLACK_S
+    assert BODY_S - 0.1 <= elapsed < BODY_S + SLACK_S
 
 
 def test_one_account_holds_at_most_its_cap_of_requests_in_flight(server):
@@ -160,5 +160,5 @@ def test_a_request_past_the_server_deadline_is_answered_503_overloaded(server):
     elapsed = time.monotonic() - started
     assert slow.status_code == 503, slow.text
     assert slow.json()["error"]["code"] == "overloaded" and int(slow.headers["retry-after"]) >= 1
-    assert REQUEST_S <= elapsed < REQUEST_S + SLACK_S
+    assert REQUEST_S - 0.1 <= elapsed < REQUEST_S + SLACK_S
     assert served(api, other) < 1.0
