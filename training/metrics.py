@@ -63,3 +63,33 @@ def calibration_bins(labels, scores, edges=(0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001
             rows.append((f"{low:.1f}-{min(high, 1.0):.1f}", int(inside.sum()), float(scores[inside].mean()),
                          float(labels[inside].mean())))
     return rows
+
+
+def review_threshold(negative_scores, max_rate: float) -> float:
+    """Lowest threshold that flags at most `max_rate` of the negatives (vectorised)."""
+    negatives = np.sort(np.asarray(negative_scores, dtype=np.float64))
+    if len(negatives) == 0:
+        return 1.0
+    allowed = int(np.floor(max_rate * len(negatives)))  # negatives that may reach the threshold
+    if allowed >= len(negatives):
+        return float(negatives[0])
+    # just above the (allowed+1)-th highest negative
+    return float(np.nextafter(negatives[len(negatives) - allowed - 1], np.inf))
+
+
+def block_threshold(labels, scores, target: float, min_flagged: int = 10) -> tuple[float, float]:
+    """(threshold, precision): the lowest threshold whose precision reaches `target` with at least `min_flagged`
+    texts above it; where no threshold reaches it, the one of highest precision (so the caller can say so)."""
+    labels = np.asarray(labels, dtype=bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-scores, kind="mergesort")
+    hits = np.cumsum(labels[order])
+    flagged = np.arange(1, len(scores) + 1)
+    precision = hits / flagged
+    # only positions at the last copy of a score are valid cut points (ties are flagged together)
+    valid = np.r_[scores[order][1:] != scores[order][:-1], True] & (flagged >= min_flagged)
+    if not valid.any():
+        return 1.0, float("nan")
+    reaching = np.where(valid & (precision >= target))[0]
+    best = reaching[-1] if len(reaching) else np.where(valid)[0][np.argmax(precision[valid])]
+    return float(scores[order][best]), float(precision[best])

