@@ -31,10 +31,15 @@ def ray_token_file(data_dir: Path) -> Path:
 def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool) -> None:
     """ray.init() for this machine only, with token authentication."""
     import ray
+    from ray._raylet import AuthenticationTokenLoader, Config
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ["RAY_AUTH_MODE"] = "token"
     os.environ["RAY_AUTH_TOKEN_PATH"] = str(ray_token_file(data_dir))
+    # Ray reads its config when first imported: a process that imported it before these variables
+    # were set would start a token-mode cluster and then fail to present the token itself.
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=log_to_driver, _node_ip_address=LOOPBACK)
 
 
