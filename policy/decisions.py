@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policy.types import Action, ContentKind, Profile
+from policy.types import PRIMARY_CATEGORIES, Action, ContentKind, Profile
 
 _SEVERITY: dict[Action, int] = {"allow": 0, "review": 1, "block": 2}
 
@@ -45,7 +45,7 @@ def decide(
     Only the profile's enabled categories of `kind` count; a category without a score
     is skipped. `threshold`, when given, is the binary override of the request.
     """
-    primary = "nsfw" if kind == "image" else "toxic"
+    primary = PRIMARY_CATEGORIES[kind]
     recommended: Action = "allow"
     deciding = primary
     blocked_by: list[str] = []

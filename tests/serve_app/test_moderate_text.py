@@ -67,3 +67,57 @@ def test_model_failure_is_503_with_retry_after(api, key, backends):
     response = api.moderate_text(key)
     assert_error(response, 503, "inference_unavailable")
     assert int(response.headers["Retry-After"]) >= 1
+
+
+TEXT_PROFILE = {
+    "nsfw": {"review": 0.4, "block": 0.8},
+    "toxic": {"review": 0.5, "block": 0.8},
+    "insult": {"review": 0.3, "block": 0.7},
+    "identity_attack": {"review": 0.3, "block": 0.7},
+    "threat": {"enabled": False, "review": 0.3, "block": 0.7},
+}
+
+
+@pytest.fixture
+def text_key(api):
+    api.put_profile("text-cats", mode="enforce", report_threshold=3, categories=TEXT_PROFILE)
+    return api.new_key(profile="text-cats")
+
+
+def test_the_result_scores_exactly_the_text_categories_the_profile_enables(api, text_key, backends):
+    backends.text_scores = {"insult": 0.2, "identity_attack": 0.1, "threat": 0.9, "profanity": 0.9}
+    body = api.moderate_text(text_key).json()
+    assert set(body["categories"]) == {"toxic", "insult", "identity_attack"}
+    assert backends.text_requests[-1].categories == ("toxic", "insult", "identity_attack")
+    assert body["decision"] == "allow"  # threat and profanity are off in this profile, however high
+
+
+def test_any_enabled_text_category_can_block_and_is_named(api, text_key, backends):
+    backends.toxic, backends.text_scores = 0.1, {"insult": 0.75, "identity_attack": 0.72}
+    body = api.moderate_text(text_key).json()
+    assert (body["decision"], sorted(body["blocked_by"])) == ("block", ["identity_attack", "insult"])
+    assert body["scores"]["unsafe"] == pytest.approx(0.1)  # scores.unsafe stays the toxic score
+    assert body["threshold"] == 0.7  # the block threshold of the deciding category
+
+
+def test_a_review_item_keeps_every_enabled_category_score(api, text_key, backends):
+    backends.toxic, backends.text_scores = 0.1, {"insult": 0.4}
+    body = api.moderate_text(text_key, reference="c-1").json()
+    assert body["decision"] == "review"
+    item = api.client.get(f"/admin/v1/reviews/{body['review_id']}", headers=api.admin).json()
+    assert item["scores"] == {"toxic": 0.1, "insult": 0.4, "identity_attack": 0.0}
+
+
+def test_a_beta_text_category_is_scored_once_a_profile_enables_it(api, backends):
+    categories = {**TEXT_PROFILE, "threat": {"enabled": True, "review": 0.3, "block": 0.7}}
+    api.put_profile("with-threat", mode="enforce", report_threshold=3, categories=categories)
+    backends.text_scores = {"threat": 0.8}
+    body = api.moderate_text(api.new_key(profile="with-threat")).json()
+    assert body["categories"]["threat"] == 0.8 and body["blocked_by"] == ["threat"]
+
+
+def test_the_admin_api_refuses_an_unknown_text_category(api):
+    response = api.client.put("/admin/v1/profiles/bad", headers=api.admin, json={
+        "mode": "enforce", "report_threshold": 3, "categories": {**TEXT_PROFILE, "self_harm": {"review": 0.1, "block": 0.2}},
+    })
+    assert_error(response, 400, "invalid_request")

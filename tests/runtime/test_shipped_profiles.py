@@ -1,0 +1,36 @@
+"""The profiles shipped in config/: the text thresholds are the model's, beta categories are off."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from policy.types import BETA_CATEGORIES, TEXT_CATEGORIES
+from runtime.bootstrap import load_profiles
+from runtime.settings import PROJECT_ROOT
+
+PROFILES = {profile.name: profile for profile in load_profiles(PROJECT_ROOT / "config")}
+THRESHOLDS = json.loads((PROJECT_ROOT / "models/weights/text/thresholds.json").read_text())["categories"]
+
+
+@pytest.mark.parametrize("category", TEXT_CATEGORIES)
+def test_default_text_thresholds_are_the_ones_chosen_on_real_dev_data(category):
+    chosen = PROFILES["default"].categories[category]
+    assert (chosen.review, chosen.block) == pytest.approx((THRESHOLDS[category]["review"], THRESHOLDS[category]["block"]))
+
+
+def test_every_served_text_category_has_thresholds_in_every_profile():
+    for profile in PROFILES.values():
+        assert set(THRESHOLDS) <= set(profile.categories), profile.name
+
+
+def test_the_model_and_the_policy_agree_on_which_text_categories_are_beta():
+    assert {c for c, t in THRESHOLDS.items() if t["beta"]} == set(BETA_CATEGORIES) & set(TEXT_CATEGORIES)
+
+
+@pytest.mark.parametrize("name", ["default", "monitor"])
+def test_no_beta_category_is_on_in_the_everyday_profiles(name):
+    assert not set(PROFILES[name].enabled_categories("image") + PROFILES[name].enabled_categories("text")) & set(
+        BETA_CATEGORIES
+    )
