@@ -13,6 +13,7 @@ from serve_app.access_log import AccessLogMiddleware
 from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.errors import install_error_handlers
+from serve_app.schemas import finish_openapi
 from serve_app.services import Services
 
 API_VERSION = "1.0.0"
@@ -30,6 +31,13 @@ def create_app(services: Services) -> FastAPI:
     app.add_middleware(DeadlineMiddleware, limits=services.time_limits)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_public.router)
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            finish_openapi(FastAPI.openapi(app))  # generated once, cached in app.openapi_schema
+        return app.openapi_schema
+
+    app.openapi = openapi
     return app
 
 

@@ -171,7 +171,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 405:
-            return error_response(MethodNotAllowed())
+            response = error_response(MethodNotAllowed())
+            # RFC 9110: a 405 lists the methods the path does support (Starlette puts them in `Allow`).
+            if exc.headers and "Allow" in exc.headers:
+                response.headers["Allow"] = exc.headers["Allow"]
+            return response
         if exc.status_code == 404:
             return error_response(NotFound())
         return error_response(InvalidRequest(str(exc.detail)))

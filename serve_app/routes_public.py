@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 
 from models.image_scoring import ImageRequest
@@ -16,6 +16,11 @@ from serve_app import errors
 from serve_app.auth import authenticated_caller, services
 from serve_app.form_reader import PartTooLarge, read_form
 from serve_app.schemas import (
+    BODY_ROUTE_ERRORS,
+    MODERATE_IMAGE_BODY,
+    MODERATE_TEXT_BODY,
+    OK_HEADERS,
+    REPORT_BODY,
     Health,
     ImageRawScores,
     ImageResult,
@@ -25,6 +30,7 @@ from serve_app.schemas import (
     TextRawScores,
     TextResult,
     checked_image_url,
+    error_responses,
     review_id_of,
 )
 
@@ -36,8 +42,12 @@ FORM_OVERHEAD_BYTES = 64 * 1024
 # A JSON-escaped character takes at most 6 bytes ("\uXXXX"); plus room for the other fields.
 JSON_BYTES_PER_CHAR = 6
 THRESHOLD_QUERY = Query(
-    default=None, description="Block threshold for this request (0..1); the decision becomes binary."
+    default=None, description="Block threshold for this request (0..1); the decision becomes binary.",
+    # Read as a string and parsed by the flow (400 invalid_threshold); documented as what it must be.
+    json_schema_extra={"anyOf": [{"type": "number", "minimum": 0, "maximum": 1}]},
 )
+# Anything else is no item at all: 404 not_found (schemas.REVIEW_ID); documented, not validated by FastAPI.
+REVIEW_ID_PATH = Path(json_schema_extra={"pattern": "^[0-9]{1,18}$", "examples": ["1"]})
 
 
 def _refuse_declared_oversize(request: Request, max_body_bytes: int, error: Exception) -> None:
@@ -46,7 +56,10 @@ def _refuse_declared_oversize(request: Request, max_body_bytes: int, error: Exce
         raise error
 
 
-@router.post("/v1/moderate", response_model=ImageResult, response_model_exclude_none=True)
+@router.post(
+    "/v1/moderate", response_model=ImageResult, response_model_exclude_none=True, openapi_extra=MODERATE_IMAGE_BODY,
+    responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)},
+)
 async def moderate_image(
     request: Request,
     threshold: str | None = THRESHOLD_QUERY,
@@ -89,7 +102,10 @@ async def moderate_image(
     )
 
 
-@router.post("/v1/moderate-text", response_model=TextResult, response_model_exclude_none=True)
+@router.post(
+    "/v1/moderate-text", response_model=TextResult, response_model_exclude_none=True, openapi_extra=MODERATE_TEXT_BODY,
+    responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)},
+)
 async def moderate_text(
     request: Request,
     threshold: str | None = THRESHOLD_QUERY,
@@ -122,7 +138,10 @@ async def moderate_text(
     return TextResult(scores=TextRawScores(unsafe=unsafe, safe=1.0 - unsafe), **_result_fields(outcome))
 
 
-@router.post("/v1/report", response_model=ReportResult, response_model_exclude_none=True)
+@router.post(
+    "/v1/report", response_model=ReportResult, response_model_exclude_none=True, openapi_extra=REPORT_BODY,
+    responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS)},
+)
 async def report(request: Request, caller: Caller = Depends(authenticated_caller)) -> ReportResult:
     try:
         form = await read_form(request, max_file_bytes=0)
@@ -145,9 +164,12 @@ async def report(request: Request, caller: Caller = Depends(authenticated_caller
     )
 
 
-@router.get("/v1/review/{item_id}", response_model=ReviewItemView, response_model_exclude_none=True)
+@router.get(
+    "/v1/review/{item_id}", response_model=ReviewItemView, response_model_exclude_none=True,
+    responses={**OK_HEADERS, **error_responses(401, 404, 429, 503)},
+)
 async def review_status(
-    item_id: str, request: Request, caller: Caller = Depends(authenticated_caller)
+    request: Request, item_id: str = REVIEW_ID_PATH, caller: Caller = Depends(authenticated_caller)
 ) -> ReviewItemView:
     review_id = review_id_of(item_id)
     if review_id is None:
@@ -158,7 +180,7 @@ async def review_status(
     return ReviewItemView(**item.model_dump(exclude={"account", "scores", "model_version"}))
 
 
-@router.get("/healthz", response_model=Health)
+@router.get("/healthz", response_model=Health, responses={**OK_HEADERS, **error_responses(503)})
 async def healthz(request: Request) -> Health:
     svc = services(request)
     await svc.config.get_plan("default")  # raises when the store is down: a 503 store_unavailable

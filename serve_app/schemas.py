@@ -110,3 +110,149 @@ class ReviewItemView(BaseModel):
 class Health(BaseModel):
     status: str
     models: dict[str, str]
+
+
+# --- What the OpenAPI document says beyond the response models (README: Errors) ----------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="A stable machine-readable code, e.g. `invalid_image` (README: Errors).")
+    message: str = Field(description="A sentence for humans; never a traceback.")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: `{"error": {"code": "...", "message": "..."}}`."""
+
+    error: ErrorDetail
+
+
+_REQUEST_ID_HEADER = {
+    "X-Request-ID": {"description": "The request's id, as in the logs.", "required": True, "schema": {"type": "string"}}
+}
+_RETRY_AFTER_HEADER = {
+    "Retry-After": {
+        "description": "Whole seconds to wait before retrying.",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+    }
+}
+_ERROR_WHEN = {
+    400: "Malformed request: `invalid_request`, `no_image`, `no_reference`, `invalid_image`, `invalid_threshold`.",
+    401: "`unauthorized`: the API key is missing, unknown or revoked.",
+    402: "`quota_exceeded`: the account's monthly quota is used up.",
+    403: "`capability_required`: the plan's scope does not cover this content type.",
+    404: "`not_found`: no such item for this account.",
+    408: "`request_timeout`: the request body stalled or was too slow.",
+    413: "`image_too_large` or `text_too_long`: over the plan's limit.",
+    429: "`rate_limited`, `too_many_requests_in_flight` or `report_limit_exceeded`; see Retry-After.",
+    503: "`store_unavailable`, `inference_unavailable` or `overloaded`; nothing was decided; see Retry-After.",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict]:
+    """FastAPI `responses=` for the error statuses a route can answer, each with the ErrorBody model."""
+    out: dict[int | str, dict] = {}
+    for status in statuses:
+        headers = dict(_REQUEST_ID_HEADER)
+        if status in (429, 503):
+            headers.update(_RETRY_AFTER_HEADER)
+        out[status] = {"model": ErrorBody, "description": _ERROR_WHEN[status], "headers": headers}
+    return out
+
+
+# Every response carries X-Request-ID (also the 200s).
+OK_HEADERS: dict[int | str, dict] = {200: {"headers": dict(_REQUEST_ID_HEADER)}}
+# Statuses every body-reading public route can answer, besides its own: the deadline middleware's.
+BODY_ROUTE_ERRORS = (400, 401, 408, 429, 503)
+
+# image_url: an http(s) link (an empty value counts as absent). The server also refuses whitespace
+# in it (Python's notion of whitespace, which no JSON Schema pattern expresses exactly).
+_IMAGE_URL_SCHEMA = {
+    "type": "string",
+    "maxLength": MAX_REFERENCE_CHARS,
+    "pattern": "^([Hh][Tt][Tt][Pp][Ss]?://|$)",
+    "description": "A preview link for moderators, http:// or https:// only, never fetched; at most 4,096 characters.",
+}
+_REFERENCE_SCHEMA = {
+    "type": "string",
+    "maxLength": MAX_REFERENCE_CHARS,
+    "description": "Your content id, at most 4,096 characters (4,096 bytes of UTF-8 in a form).",
+}
+
+
+def _form_body(properties: dict, required: list[str] | None, extra: dict | None = None) -> dict:
+    schema = {"type": "object", "properties": properties, **(extra or {})}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+# The request bodies the handlers read themselves (streamed, size-capped), so FastAPI cannot infer them.
+MODERATE_IMAGE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": _form_body(
+                    {
+                        "image": {"type": "string", "format": "binary", "description": "The image (JPEG, PNG, WebP, GIF, BMP, TIFF)."},
+                        "file": {"type": "string", "format": "binary", "description": "Alias of `image`."},
+                        "reference": _REFERENCE_SCHEMA,
+                        "image_url": _IMAGE_URL_SCHEMA,
+                    },
+                    None,
+                    {"anyOf": [{"required": ["image"]}, {"required": ["file"]}]},
+                )
+            }
+        },
+    }
+}
+_REPORT_FIELDS = _form_body(
+    {"reference": {**_REFERENCE_SCHEMA, "minLength": 1, "description": "The content reported (not blank)."},
+     "image_url": _IMAGE_URL_SCHEMA},
+    ["reference"],
+)
+REPORT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": _REPORT_FIELDS},
+                    "application/x-www-form-urlencoded": {"schema": _REPORT_FIELDS}},
+    }
+}
+MODERATE_TEXT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string", "description": "The text; at most the plan's characters (413 above)."},
+                        "reference": {"anyOf": [_REFERENCE_SCHEMA, {"type": "null"}]},
+                        "image_url": {"anyOf": [_IMAGE_URL_SCHEMA, {"type": "null"}]},
+                    },
+                    "required": ["text"],
+                }
+            }
+        },
+    }
+}
+
+
+def finish_openapi(document: dict) -> dict:
+    """Makes the generated document true to the service, in place: every `/v1/` operation needs a bearer key,
+    and no route answers FastAPI's 422 (validation errors are 400 `invalid_request`)."""
+    document.setdefault("components", {}).setdefault("securitySchemes", {})["apiKey"] = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "Authorization: Bearer <API key>",
+    }
+    for path, operations in document.get("paths", {}).items():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+            if path.startswith("/v1/"):
+                operation["security"] = [{"apiKey": []}]
+    schemas = document["components"].get("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    return document
