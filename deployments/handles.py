@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
+
+from deployments.metrics import record_call
 
 from models.image_scoring import ImageRequest, ImageScores
 from policy.decisions import Decision
@@ -19,15 +22,15 @@ class ServeBackends:
         self._image, self._text, self._policy = image, text, policy
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
-        return await _unless_full(self._image.score.remote(request))
+        return await _unless_full(self._image.score.remote(request), "image")
 
     async def score_text(self, request: TextRequest) -> TextScores:
-        return await _unless_full(self._text.score.remote(request))
+        return await _unless_full(self._text.score.remote(request), "text")
 
     async def decide(
         self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
     ) -> Decision:
-        return await _unless_full(self._policy.decide.remote(scores, profile, kind, threshold))
+        return await _unless_full(self._policy.decide.remote(scores, profile, kind, threshold), "policy")
 
     async def model_versions(self) -> dict[str, str]:
         image, text, _ = await asyncio.gather(
@@ -38,9 +41,21 @@ class ServeBackends:
         return {**image, **text}
 
 
-async def _unless_full(response):
-    """A deployment whose queue is full (max_queued_requests) is a 503 `overloaded`, not a model failure."""
+async def _unless_full(response, target: str):
+    """A deployment whose queue is full (max_queued_requests) is a 503 `overloaded`, not a model failure.
+
+    Each call's latency, as the ingress sees it (queue and hop included), goes to the metrics by outcome.
+    """
+    started, outcome = time.perf_counter(), "error"
     try:
-        return await response
+        result = await response
+        outcome = "ok"
+        return result
     except BackPressureError as exc:
+        outcome = "overloaded"
         raise Overloaded() from exc
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        raise
+    finally:
+        record_call(target, outcome, time.perf_counter() - started)

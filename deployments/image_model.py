@@ -7,19 +7,24 @@ A thin shell: the models come from the registry through `ModelSet`, the scoring
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from ray import serve
 
+from deployments.batching import BatchSettings, replica_max_ongoing_requests
+from deployments.metrics import record_batch
 from deployments.threads import limit_compute_threads
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
 from models.model_set import ModelSet, wanted_entries
 from models.tasks import IMAGE_TASKS
 
-# serve_config.yaml keeps max_ongoing_requests at or above the batch size, or batches are capped.
+# Defaults; serve_config.yaml's user_config (max_batch_size, batch_wait_timeout_s) overrides them at run
+# time (deployments/batching.py), never above max_ongoing_requests, or batches would be capped.
 MAX_BATCH_SIZE = 8
 # Short: under load batches fill from the queue anyway; an idle request should not wait.
 BATCH_WAIT_S = 0.001
+DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
 
 
 @serve.deployment(max_ongoing_requests=16)
@@ -31,15 +36,21 @@ class ImageModel:
         self._scorer: ImageScorer | None = None
 
     async def reconfigure(self, user_config: dict) -> None:
+        # Checked first: a bad batch setting changes nothing, the models included.
+        batching = BatchSettings.from_user_config(user_config, DEFAULT_BATCHING, replica_max_ongoing_requests())
         models = await self._models.swapped_to(wanted_entries(user_config, IMAGE_TASKS, self._registry))
         # One assignment: a batch in flight keeps the scorer it started with.
         self._models, self._scorer = models, models.image_scorer()
+        batching.apply_to(self.score)
 
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
         # A category the profile enables but this deployment does not serve fails the batch
         # (a 503 to the client), never an answer that skips it.
-        return await asyncio.to_thread(self._scorer.score, requests)
+        started = time.perf_counter()
+        scores = await asyncio.to_thread(self._scorer.score, requests)
+        record_batch("image", len(requests), time.perf_counter() - started)
+        return scores
 
     def model_versions(self) -> dict[str, str]:
         if self._scorer is None:

@@ -9,6 +9,7 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from deployments.handles import ServeBackends
+from deployments.metrics import RequestMetrics
 from policy.review_queue import ReviewRules
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
@@ -49,4 +50,6 @@ class ModerationIngress:
         await seed_config(self._services.config, Path(config_dir))
 
     def __serve_build_asgi_app__(self):
-        return create_app(self._services)
+        app = create_app(self._services)
+        app.add_middleware(RequestMetrics)  # outermost: counts every answer, the access log's included
+        return app

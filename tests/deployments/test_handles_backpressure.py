@@ -17,7 +17,7 @@ async def _full():
 @pytest.mark.anyio
 async def test_back_pressure_is_overloaded_with_retry_after():
     with pytest.raises(Overloaded) as caught:
-        await _unless_full(_full())
+        await _unless_full(_full(), "image")
     error = api_error_of(caught.value)
     assert (error.status, error.code) == (503, "overloaded")
     assert error.headers() == {"Retry-After": "1"}

@@ -1,0 +1,183 @@
+"""The service's own Prometheus metrics, defined in one place (Ray Serve's metrics API).
+
+Ray exports them, with Serve's built-in ones, on each node's metrics endpoint
+(`ray.init(_metrics_export_port=...)`, MODERATION_METRICS_PORT under `make serve`), named
+`ray_<name>` (counters also `ray_<name>_total`); Serve adds the `deployment`, `replica` and
+`application` labels. Every label value comes from a small fixed set (never a path, key or
+account), so the number of series stays bounded.
+
+Recorded only from the Ray shells in `deployments/` (the layers below know no Ray):
+  - the ingress: requests by endpoint and status, and quota refusals (402) (`RequestMetrics`,
+    an ASGI wrapper around the FastAPI app), and the latency of each call to a model or the
+    policy as the ingress sees it (queueing and the Ray hop included; `deployments/handles.py`);
+  - the Policy: decisions by kind, decision and mode, and each category's own verdict;
+  - the model deployments: the latency of each batch through the model, and batch sizes.
+Queue lengths are Serve's built-ins: `ray_serve_deployment_queued_queries` (waiting in a
+handle for a replica), `ray_serve_replica_processing_queries` (in progress per replica),
+`ray_serve_batch_queue_length` (waiting for a `@serve.batch` batch), and
+`ray_serve_actual_batch_size` beside ours.
+
+Metrics are created lazily, inside the replica that records them (Serve reads the replica's
+context when a metric is created), and recording never fails a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cache, wraps
+from typing import Any
+
+
+# ASGI, spelled out: only serve_app/ imports Starlette (tests/test_layering.py).
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = logging.getLogger("moderation.metrics")
+
+# Milliseconds: from a cached short text (~2 ms) to a long text or a slow batch (seconds).
+LATENCY_BUCKETS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000]
+BATCH_SIZE_BUCKETS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64]
+CLIENT_CLOSED = 499  # as the access log (serve_app/access_log.py): the client hung up
+QUOTA_EXCEEDED = 402  # only quota_exceeded answers 402
+UNMATCHED = "unmatched"  # a path no route serves (404/405): never the raw path, which a client chooses
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    requests: Any
+    quota_refusals: Any
+    call_latency: Any
+    decisions: Any
+    category_verdicts: Any
+    batch_latency: Any
+    batch_size: Any
+
+
+def _never_fails(record: Callable[..., None]) -> Callable[..., None]:
+    """A metric that cannot be recorded is skipped: it must never fail a request."""
+
+    @wraps(record)
+    def safely(*args, **kwargs) -> None:
+        try:
+            record(*args, **kwargs)
+        except Exception:
+            log.debug("metric %s not recorded", record.__name__, exc_info=True)
+
+    return safely
+
+
+@cache
+def metrics() -> _Metrics:
+    """The metric objects of this process (created once, in the replica that first records)."""
+    from ray.serve.metrics import Counter, Histogram
+
+    return _Metrics(
+        requests=Counter(
+            "moderation_requests",
+            description="HTTP requests answered by the ingress, by route template and status (499: client hung up).",
+            tag_keys=("endpoint", "method", "status"),
+        ),
+        quota_refusals=Counter(
+            "moderation_quota_refusals",
+            description="Moderation requests refused with 402 quota_exceeded.",
+            tag_keys=("endpoint",),
+        ),
+        call_latency=Histogram(
+            "moderation_model_call_latency_ms",
+            description="A call from the ingress to a model or the policy deployment (queue and hop included).",
+            boundaries=LATENCY_BUCKETS_MS,
+            tag_keys=("target", "outcome"),
+        ),
+        decisions=Counter(
+            "moderation_decisions",
+            description="Decisions of the Policy deployment, by content kind, decision and profile mode.",
+            tag_keys=("kind", "decision", "recommended", "mode"),
+        ),
+        category_verdicts=Counter(
+            "moderation_category_verdicts",
+            description="Each enabled category's own verdict (allow/review/block) in a decision, by profile mode.",
+            tag_keys=("kind", "category", "verdict", "mode"),
+        ),
+        batch_latency=Histogram(
+            "moderation_model_batch_latency_ms",
+            description="Time of one batch through the model in a model deployment.",
+            boundaries=LATENCY_BUCKETS_MS,
+            tag_keys=("model",),
+        ),
+        batch_size=Histogram(
+            "moderation_model_batch_size",
+            description="Requests per batch in a model deployment.",
+            boundaries=BATCH_SIZE_BUCKETS,
+            tag_keys=("model",),
+        ),
+    )
+
+
+@_never_fails
+def record_batch(model: str, size: int, seconds: float) -> None:
+    m = metrics()
+    tags = {"model": model}
+    m.batch_size.observe(size, tags=tags)
+    m.batch_latency.observe(seconds * 1000, tags=tags)
+
+
+@_never_fails
+def record_call(target: str, outcome: str, seconds: float) -> None:
+    metrics().call_latency.observe(seconds * 1000, tags={"target": target, "outcome": outcome})
+
+
+@_never_fails
+def record_decision(kind: str, decision: str, recommended: str, mode: str, verdicts: dict[str, str]) -> None:
+    m = metrics()
+    m.decisions.inc(tags={"kind": kind, "decision": decision, "recommended": recommended, "mode": mode})
+    for category, verdict in verdicts.items():
+        m.category_verdicts.inc(tags={"kind": kind, "category": category, "verdict": verdict, "mode": mode})
+
+
+def endpoint_of(scope: Scope) -> str:
+    """The matched route's template (`/v1/review/{review_id}`), never the raw path."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED
+
+
+class RequestMetrics:
+    """ASGI wrapper of the ingress's app: counts every answer by endpoint and status."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def send_noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_noting_status)
+        except asyncio.CancelledError:
+            status = CLIENT_CLOSED
+            raise
+        finally:
+            _record_request(endpoint_of(scope), scope.get("method", ""), status)
+
+
+@_never_fails
+def _record_request(endpoint: str, method: str, status: int) -> None:
+    m = metrics()
+    m.requests.inc(tags={"endpoint": endpoint, "method": method, "status": str(status)})
+    if status == QUOTA_EXCEEDED:
+        m.quota_refusals.inc(tags={"endpoint": endpoint})
+

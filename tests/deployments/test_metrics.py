@@ -1,0 +1,97 @@
+"""The metrics the Ray shells record: bounded labels, every answer counted, never a failed request."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import httpx
+import pytest
+from fastapi import FastAPI, HTTPException
+
+from deployments import metrics
+from deployments.policy import _verdicts
+from policy.types import Profile
+
+
+class _Recorded:
+    def __init__(self):
+        self.seen = Counter()
+
+    def inc(self, value=1.0, tags=None):
+        self.seen[tuple(sorted(tags.items()))] += value
+
+    def observe(self, value, tags=None):
+        self.seen[tuple(sorted(tags.items()))] += 1
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    fake = metrics._Metrics(*(_Recorded() for _ in metrics._Metrics.__dataclass_fields__))
+    monkeypatch.setattr(metrics, "metrics", lambda: fake)
+    return fake
+
+
+def _app() -> FastAPI:
+    app = FastAPI()
+
+    @app.get("/v1/review/{review_id}")
+    async def review(review_id: int):
+        return {"id": review_id}
+
+    @app.post("/v1/moderate")
+    async def moderate():
+        raise HTTPException(status_code=402)
+
+    @app.get("/boom")
+    async def boom():
+        raise RuntimeError("bug")
+
+    app.add_middleware(metrics.RequestMetrics)
+    return app
+
+
+@pytest.mark.anyio
+async def test_requests_are_counted_by_route_template_and_status(recorded):
+    transport = httpx.ASGITransport(app=_app(), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        assert (await client.get("/v1/review/12")).status_code == 200
+        assert (await client.get("/v1/review/13")).status_code == 200
+        assert (await client.post("/v1/moderate")).status_code == 402
+        assert (await client.get("/no/such/path/" + "x" * 500)).status_code == 404
+        assert (await client.get("/boom")).status_code == 500
+    assert dict(recorded.requests.seen) == {
+        (("endpoint", "/v1/review/{review_id}"), ("method", "GET"), ("status", "200")): 2,
+        (("endpoint", "/v1/moderate"), ("method", "POST"), ("status", "402")): 1,
+        (("endpoint", "unmatched"), ("method", "GET"), ("status", "404")): 1,  # never the raw path
+        (("endpoint", "/boom"), ("method", "GET"), ("status", "500")): 1,
+    }
+    assert dict(recorded.quota_refusals.seen) == {(("endpoint", "/v1/moderate"),): 1}
+
+
+@pytest.mark.anyio
+async def test_a_metric_that_fails_never_fails_the_request(monkeypatch):
+    def broken():
+        raise RuntimeError("metrics agent gone")
+
+    monkeypatch.setattr(metrics, "metrics", broken)
+    transport = httpx.ASGITransport(app=_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        assert (await client.get("/v1/review/1")).status_code == 200
+    metrics.record_batch("text", 3, 0.01)
+    metrics.record_call("text", "ok", 0.01)
+
+
+def test_the_policy_records_each_enabled_categorys_own_verdict():
+    profile = Profile(
+        name="p",
+        mode="review",
+        categories={
+            "nsfw": {"review": 0.4, "block": 0.8},
+            "weapon": {"enabled": True, "review": 0.5, "block": 0.85},
+            "violence": {"enabled": False, "review": 0.5, "block": 0.8},
+            "toxic": {"review": 0.3, "block": 0.6},
+        },
+    )
+    scores = {"nsfw": 0.9, "weapon": 0.6, "violence": 0.99}
+    assert _verdicts(scores, profile, "image", None) == {"nsfw": "block", "weapon": "review"}
+    assert _verdicts(scores, profile, "image", 0.95) == {"nsfw": "allow", "weapon": "allow"}
