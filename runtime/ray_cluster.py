@@ -28,8 +28,12 @@ def ray_token_file(data_dir: Path) -> Path:
     return path
 
 
-def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool) -> None:
-    """ray.init() for this machine only, with token authentication."""
+def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool, metrics_port: int | None = None) -> None:
+    """ray.init() for this machine only, with token authentication.
+
+    `metrics_port`: where Ray's metrics agent serves Prometheus text (`/metrics`), Serve's metrics and the
+    service's own (deployments/metrics.py) included; on loopback, like the node. None: a port Ray picks.
+    """
     import ray
     from ray._raylet import AuthenticationTokenLoader, Config
 
@@ -40,7 +44,13 @@ def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool) -> No
     # were set would start a token-mode cluster and then fail to present the token itself.
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=log_to_driver, _node_ip_address=LOOPBACK)
+    ray.init(
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        log_to_driver=log_to_driver,
+        _node_ip_address=LOOPBACK,
+        _metrics_export_port=metrics_port,
+    )
 
 
 def replica_env(environ: dict[str, str]) -> dict[str, str]:

@@ -76,7 +76,9 @@ def main() -> None:
 
     try:
         first_key = asyncio.run(_prepare_store(settings, redis_url))
-        start_local_ray(settings.data_dir, num_cpus=os.cpu_count(), log_to_driver=True)
+        start_local_ray(
+            settings.data_dir, num_cpus=os.cpu_count(), log_to_driver=True, metrics_port=settings.metrics_port
+        )
         _stop_on_signals()
         deploy(
             read_serve_config(
@@ -90,6 +92,7 @@ def main() -> None:
         wait_until_running()
         base_url = f"http://{settings.host}:{settings.port}"
         print(f"\nModeration service ready at {base_url}", flush=True)
+        print(f"Prometheus metrics at http://127.0.0.1:{settings.metrics_port}/metrics", flush=True)
         if settings.admin_token:
             admin_server = AdminServer(
                 redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port

@@ -20,6 +20,8 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # Ray's metrics endpoint (Prometheus text at http://127.0.0.1:<port>/metrics) under `make serve`.
+    metrics_port: int = Field(default=8080, ge=1, le=65535)
     # Unset: `make serve` starts an embedded valkey-server (password, loopback) with its files under data_dir.
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     data_dir: Path = PROJECT_ROOT / ".data"
