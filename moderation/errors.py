@@ -31,6 +31,10 @@ class TextTooLong(ModerationError):
     default_message = "The text is above the plan's length limit."
 
 
+class InvalidBatch(ModerationError):
+    default_message = "A batch holds from 1 to 100 items."
+
+
 class QuotaExceeded(ModerationError):
     default_message = "The plan's monthly quota is exhausted; it resets on the 1st (UTC)."
 

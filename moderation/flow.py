@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from moderation.backends import ModelBackends
-from moderation.errors import InvalidThreshold, ModelUnavailable, ModerationError, QuotaExceeded, ScopeNotCovered
+from moderation.errors import (
+    InvalidBatch, InvalidThreshold, ModelUnavailable, ModerationError, QuotaExceeded, ScopeNotCovered, TextTooLong,
+)
 from policy.decisions import Decision
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
@@ -87,6 +89,48 @@ def parse_threshold(raw: str | None) -> float | None:
     return value
 
 
+@dataclass(frozen=True)
+class Item(Generic[R, S]):
+    """One piece of content of a request: how to prepare it for its model, and how to score it."""
+
+    kind: ContentKind
+    prepare: Callable[[], Awaitable[R]]
+    score: Callable[[R], Awaitable[S]]
+    reference: str | None = None
+    image_url: str | None = None
+
+
+# Items of one request scored at a time: a batch fills the model's own batch (@serve.batch, 16 texts)
+# without flooding its queue (max_queued_requests) on its own.
+ITEMS_IN_FLIGHT = 16
+
+
+# A batch (`{"texts": [...]}` on /v1/moderate-text, an array `input` on /v1/moderations): at most this many
+# items, each text within the plan's `text_max_chars`, all of them within BATCH_TEXT_LIMITS times that.
+MAX_BATCH_ITEMS = 100
+BATCH_TEXT_LIMITS = 10
+
+
+def check_texts(texts: Sequence[str], plan: Plan) -> None:
+    """The batch limits: InvalidBatch for no item or too many, TextTooLong for too many characters."""
+    if not 1 <= len(texts) <= MAX_BATCH_ITEMS:
+        raise InvalidBatch(f"A batch holds from 1 to {MAX_BATCH_ITEMS} items; this one has {len(texts)}.")
+    for number, text in enumerate(texts):
+        if len(text) > plan.text_max_chars:
+            raise TextTooLong(f"Text {number} is above the plan's limit of {plan.text_max_chars} characters.")
+    if sum(len(text) for text in texts) > BATCH_TEXT_LIMITS * plan.text_max_chars:
+        raise TextTooLong(f"The batch is above {BATCH_TEXT_LIMITS * plan.text_max_chars} characters in all.")
+
+
+def ready(value: R) -> Callable[[], Awaitable[R]]:
+    """A `prepare` for content that needs no preparation (text)."""
+
+    async def prepare() -> R:
+        return value
+
+    return prepare
+
+
 class ModerationFlow:
     def __init__(self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float):
         self.limits, self.reviews, self.backends = limits, reviews, backends
@@ -104,25 +148,49 @@ class ModerationFlow:
         image_url: str | None,
     ) -> Moderated[R, S]:
         """Charge a unit, `prepare()` the input, `score()` it (a model call), decide, queue a review."""
-        async with _Charged(self.limits, caller):
-            prepared = await prepare()
-            scored = await self._call_model(score(prepared), "model")
-            decision = await self._call_model(
-                self.backends.decide(scored.categories, caller.profile, kind, threshold), "policy"
-            )
-            review_id = None
-            if decision.decision == "review":
-                item = await self.reviews.create(
-                    account=caller.account,
-                    reason="model_flagged",
-                    kind=kind,
-                    reference=reference,
-                    image_url=image_url,
-                    scores=scored.categories,
-                    model_version=scored.model_version,
+        item = Item(kind=kind, prepare=prepare, score=score, reference=reference, image_url=image_url)
+        return (await self.moderate_many(caller, [item], threshold=threshold))[0]
+
+    async def moderate_many(
+        self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
+    ) -> list[Moderated]:
+        """One unit per item, all or none; every item prepared, scored and decided (at most ITEMS_IN_FLIGHT at a
+        time); then a review queued per item decided `review`. Any failure gives every unit back and raises."""
+        slots = asyncio.Semaphore(ITEMS_IN_FLIGHT)
+
+        async def scored_and_decided(item: Item) -> tuple:
+            async with slots:
+                prepared = await item.prepare()
+                scored = await self._call_model(item.score(prepared), "model")
+                decision = await self._call_model(
+                    self.backends.decide(scored.categories, caller.profile, item.kind, threshold), "policy"
                 )
-                review_id = item.id
-        return Moderated(prepared=prepared, scored=scored, decision=decision, review_id=review_id)
+            return prepared, scored, decision
+
+        async with _Charged(self.limits, caller, len(items)):
+            tasks = [asyncio.ensure_future(scored_and_decided(item)) for item in items]
+            try:
+                outcomes = await asyncio.gather(*tasks)
+            except Exception:
+                for task in tasks:  # one item failed: the request fails, the others' work is not needed
+                    task.cancel()
+                raise
+            results = []
+            for item, (prepared, scored, decision) in zip(items, outcomes):
+                review_id = None
+                if decision.decision == "review":
+                    queued = await self.reviews.create(
+                        account=caller.account,
+                        reason="model_flagged",
+                        kind=item.kind,
+                        reference=item.reference,
+                        image_url=item.image_url,
+                        scores=scored.categories,
+                        model_version=scored.model_version,
+                    )
+                    review_id = queued.id
+                results.append(Moderated(prepared=prepared, scored=scored, decision=decision, review_id=review_id))
+        return results
 
     async def _call_model(self, call: Awaitable[S], what: str) -> S:
         """Await a model or policy call; a failure or a timeout is ModelUnavailable (the client may retry)."""
@@ -138,7 +206,7 @@ class ModerationFlow:
 
 
 class _Charged:
-    """Takes one quota unit on entry; gives it back when the request fails.
+    """Takes the request's quota units on entry (all or none); gives them back when the request fails.
 
     Any exception gives it back: invalid content (4xx) takes no unit and our failures
     (5xx) cost the client nothing. A cancelled request (the client hung up) keeps it:
@@ -146,18 +214,19 @@ class _Charged:
     month it was taken from, even when the request straddled a month's end.
     """
 
-    def __init__(self, limits: Limits, caller: Caller):
-        self.limits, self.caller = limits, caller
+    def __init__(self, limits: Limits, caller: Caller, units: int = 1):
+        self.limits, self.caller, self.units = limits, caller, units
         self.charged_at = time.time()
 
     async def __aenter__(self) -> _Charged:
-        if not await self.limits.take_quota(self.caller.account, self.caller.plan.monthly_quota, self.charged_at):
+        plan = self.caller.plan
+        if not await self.limits.take_quota(self.caller.account, plan.monthly_quota, self.charged_at, self.units):
             raise QuotaExceeded()
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
         if isinstance(exc, Exception):
             try:
-                await self.limits.give_back_quota(self.caller.account, self.charged_at)
+                await self.limits.give_back_quota(self.caller.account, self.charged_at, self.units)
             except Exception:  # the store is down too: nothing more to do
                 log.warning("could not give back a quota unit of %s", self.caller.account)

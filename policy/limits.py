@@ -45,20 +45,20 @@ class Limits:
         )
         return float(wait_s)
 
-    async def take_quota(self, account: str, monthly_quota: int, now: float | None = None) -> bool:
-        """True when a unit of the month of `now` was taken; False when the month's quota is used up.
+    async def take_quota(self, account: str, monthly_quota: int, now: float | None = None, units: int = 1) -> bool:
+        """True when `units` of the month of `now` were taken; False (nothing taken) when they do not fit.
 
         The counter expires at a fixed time after its month ends, so a `now` in a month that ended
         more than that long ago finds its counter gone at once.
         """
         month, expire_at = month_of(time.time() if now is None else now)
-        taken = await self._take_quota(keys=[redis_keys.quota(account, month)], args=[monthly_quota, expire_at])
+        taken = await self._take_quota(keys=[redis_keys.quota(account, month)], args=[monthly_quota, expire_at, units])
         return taken == 1
 
-    async def give_back_quota(self, account: str, now: float | None = None) -> None:
+    async def give_back_quota(self, account: str, now: float | None = None, units: int = 1) -> None:
         """For a request that ended in a 5xx: the account is not charged for our failure."""
         month, _ = month_of(time.time() if now is None else now)
-        await self._give_back_quota(keys=[redis_keys.quota(account, month)], args=[])
+        await self._give_back_quota(keys=[redis_keys.quota(account, month)], args=[units])
 
     async def quota_used(self, account: str, now: float | None = None) -> int:
         month, _ = month_of(time.time() if now is None else now)

@@ -36,25 +36,27 @@ return string.format('%.17g', wait)
 
 # Monthly quota: check and take in one step, or concurrent requests would all see room for
 # the last unit and the account would be served past its quota.
-# KEYS[1] month counter; ARGV[1] quota, ARGV[2] unix time at which the counter expires.
-# Returns 1 when a unit was taken, 0 when the quota is exhausted.
+# KEYS[1] month counter; ARGV[1] quota, ARGV[2] unix time at which the counter expires, ARGV[3] units
+# (default 1; a batch takes all its units or none). Returns 1 when they were taken, 0 when they do not fit.
 TAKE_QUOTA = """
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-if used >= tonumber(ARGV[1]) then
+local units = tonumber(ARGV[3] or '1')
+if used + units > tonumber(ARGV[1]) then
   return 0
 end
-redis.call('INCR', KEYS[1])
+redis.call('INCRBY', KEYS[1], units)
 redis.call('EXPIREAT', KEYS[1], ARGV[2])
 return 1
 """
 
-# Give a unit back without going below zero: a separate check and DECR could race another
+# Give units back without going below zero: a separate check and DECR could race another
 # give-back and leave the counter negative, which would hand out an extra unit.
-# KEYS[1] month counter.
+# KEYS[1] month counter; ARGV[1] units (default 1).
 GIVE_BACK_QUOTA = """
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-if used > 0 then
-  redis.call('DECR', KEYS[1])
+local units = math.min(used, tonumber(ARGV[1] or '1'))
+if units > 0 then
+  redis.call('DECRBY', KEYS[1], units)
 end
 return 0
 """

@@ -105,6 +105,7 @@ class Overloaded(ApiError):
 # Domain exception -> (status, code, Retry-After seconds). A subclass maps as its base does.
 DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
     flow.InvalidThreshold: (400, "invalid_threshold", None),
+    flow.InvalidBatch: (400, "invalid_request", None),
     InvalidImage: (400, "invalid_image", None),
     InvalidReviewField: (400, "invalid_request", None),
     flow.QuotaExceeded: (402, "quota_exceeded", None),

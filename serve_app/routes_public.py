@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
@@ -11,9 +10,12 @@ from pydantic import ValidationError
 from models.image_scoring import ImageRequest
 from models.text_scoring import TextRequest
 from moderation.errors import ModelUnavailable, TextTooLong, UploadTooLarge
-from moderation.flow import Caller, Moderated, parse_threshold, require_scope
+from moderation.flow import (
+    BATCH_TEXT_LIMITS, Caller, Item, Moderated, check_texts, parse_threshold, ready, require_scope,
+)
 from serve_app import errors
 from serve_app.auth import authenticated_caller, services
+from serve_app.bodies import FORM_OVERHEAD_BYTES, json_bytes_for, json_object, read_body, refuse_declared_oversize
 from serve_app.form_reader import PartTooLarge, read_form
 from serve_app.schemas import (
     BODY_ROUTE_ERRORS,
@@ -26,6 +28,7 @@ from serve_app.schemas import (
     ImageResult,
     ReportResult,
     ReviewItemView,
+    TextBatchResult,
     TextModerationRequest,
     TextRawScores,
     TextResult,
@@ -37,10 +40,6 @@ from serve_app.schemas import (
 router = APIRouter()
 
 IMAGE_FIELDS = frozenset({"image", "file"})
-# Multipart framing and the small text fields around the image.
-FORM_OVERHEAD_BYTES = 64 * 1024
-# A JSON-escaped character takes at most 6 bytes ("\uXXXX"); plus room for the other fields.
-JSON_BYTES_PER_CHAR = 6
 THRESHOLD_QUERY = Query(
     default=None, description="Block threshold for this request (0..1); the decision becomes binary.",
     # Read as a string and parsed by the flow (400 invalid_threshold); documented as what it must be.
@@ -48,12 +47,6 @@ THRESHOLD_QUERY = Query(
 )
 # Anything else is no item at all: 404 not_found (schemas.REVIEW_ID); documented, not validated by FastAPI.
 REVIEW_ID_PATH = Path(json_schema_extra={"pattern": "^[0-9]{1,18}$", "examples": ["1"]})
-
-
-def _refuse_declared_oversize(request: Request, max_body_bytes: int, error: Exception) -> None:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_body_bytes:
-        raise error
 
 
 @router.post(
@@ -70,7 +63,7 @@ async def moderate_image(
     override = parse_threshold(threshold)
     max_bytes = caller.plan.image_max_bytes
     too_large = UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
-    _refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
+    refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
     try:
         form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)
     except PartTooLarge:
@@ -103,39 +96,48 @@ async def moderate_image(
 
 
 @router.post(
-    "/v1/moderate-text", response_model=TextResult, response_model_exclude_none=True, openapi_extra=MODERATE_TEXT_BODY,
+    "/v1/moderate-text", response_model=TextResult | TextBatchResult, response_model_exclude_none=True, openapi_extra=MODERATE_TEXT_BODY,
     responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)},
 )
 async def moderate_text(
     request: Request,
     threshold: str | None = THRESHOLD_QUERY,
     caller: Caller = Depends(authenticated_caller),
-) -> TextResult:
+) -> TextResult | TextBatchResult:
+    """One text (`{"text": ...}`), or a batch (`{"texts": [...]}`: one unit, one decision per item)."""
     svc = services(request)
     require_scope(caller.plan, "text")
     override = parse_threshold(threshold)
     max_chars = caller.plan.text_max_chars
     too_long = TextTooLong(f"The text is above the plan's limit of {max_chars} characters.")
-    max_body_bytes = max_chars * JSON_BYTES_PER_CHAR + FORM_OVERHEAD_BYTES
-    _refuse_declared_oversize(request, max_body_bytes, too_long)
-    body = await _read_body(request, max_body_bytes, too_long)
-    payload = _parse_text_request(body)
-    if len(payload.text) > max_chars:
+    body = await read_body(request, json_bytes_for(max_chars * BATCH_TEXT_LIMITS), too_long)
+    raw = json_object(body, '{"text": "..."} or {"texts": ["...", ...]}')
+    batch = "texts" in raw and "text" not in raw
+    if batch and not isinstance(raw["texts"], list):
+        raise errors.InvalidRequest("texts must be an array of strings or of {\"text\": ...} objects.")
+    payloads = [_text_request(item if isinstance(item, dict) else {"text": item}) for item in raw["texts"]] if batch \
+        else [_text_request(raw)]
+    if not batch and len(payloads[0].text) > max_chars:
         raise too_long
-    request.state.log_fields.update(text_chars=len(payload.text))
+    check_texts([payload.text for payload in payloads], caller.plan)
+    request.state.log_fields.update(text_chars=sum(len(payload.text) for payload in payloads))
 
-    scoring = TextRequest(text=payload.text, categories=tuple(caller.profile.enabled_categories("text")))
-
-    async def prepare() -> TextRequest:
-        return scoring
-
-    outcome = await svc.flow.moderate(
-        caller, kind="text", prepare=prepare, score=svc.backends.score_text, threshold=override,
-        reference=payload.reference, image_url=payload.image_url,
-    )
-    unsafe = outcome.scores["toxic"]
-    request.state.log_fields.update(scores=outcome.scores, decision=outcome.decision.decision)
-    return TextResult(scores=TextRawScores(unsafe=unsafe, safe=1.0 - unsafe), **_result_fields(outcome))
+    categories = tuple(caller.profile.enabled_categories("text"))
+    items = [
+        Item(kind="text", prepare=ready(TextRequest(text=payload.text, categories=categories)),
+             score=svc.backends.score_text, reference=payload.reference, image_url=payload.image_url)
+        for payload in payloads
+    ]
+    outcomes = await svc.flow.moderate_many(caller, items, threshold=override)
+    results = [
+        TextResult(scores=TextRawScores(unsafe=o.scores["toxic"], safe=1.0 - o.scores["toxic"]), **_result_fields(o))
+        for o in outcomes
+    ]
+    if batch:
+        request.state.log_fields.update(items=len(outcomes), decisions=[o.decision.decision for o in outcomes])
+        return TextBatchResult(results=results)
+    request.state.log_fields.update(scores=outcomes[0].scores, decision=outcomes[0].decision.decision)
+    return results[0]
 
 
 @router.post(
@@ -214,23 +216,7 @@ def _image_url_of(fields: dict[str, str]) -> str | None:
         raise errors.InvalidRequest(str(exc)) from None
 
 
-async def _read_body(request: Request, max_bytes: int, too_large: Exception) -> bytes:
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _parse_text_request(body: bytes) -> TextModerationRequest:
-    try:
-        raw = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: absurdly nested arrays or objects
-        raise errors.InvalidRequest("The body must be JSON: {\"text\": \"...\"}.") from None
-    if not isinstance(raw, dict):
-        raise errors.InvalidRequest("The body must be a JSON object.")
+def _text_request(raw: dict) -> TextModerationRequest:
     if "text" not in raw:
         raise errors.InvalidRequest("The field 'text' is required.")
     try:

@@ -89,6 +89,12 @@ class TextResult(_Result[TextRawScores]):
     """The answer of POST /v1/moderate-text: the image result's fields, with text scores."""
 
 
+class TextBatchResult(BaseModel):
+    """The answer of POST /v1/moderate-text to `{"texts": [...]}`: one result per text, in order."""
+
+    results: list[TextResult]
+
+
 class ReportResult(BaseModel):
     reference: str
     reports: int
@@ -219,23 +225,28 @@ REPORT_BODY = {
                     "application/x-www-form-urlencoded": {"schema": _REPORT_FIELDS}},
     }
 }
-MODERATE_TEXT_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string", "description": "The text; at most the plan's characters (413 above)."},
-                        "reference": {"anyOf": [_REFERENCE_SCHEMA, {"type": "null"}]},
-                        "image_url": {"anyOf": [_IMAGE_URL_SCHEMA, {"type": "null"}]},
-                    },
-                    "required": ["text"],
-                }
-            }
+_ONE_TEXT = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "description": "The text; at most the plan's characters (413 above)."},
+        "reference": {"anyOf": [_REFERENCE_SCHEMA, {"type": "null"}]},
+        "image_url": {"anyOf": [_IMAGE_URL_SCHEMA, {"type": "null"}]},
+    },
+    "required": ["text"],
+}
+_TEXT_BATCH = {
+    "type": "object",
+    "properties": {
+        "texts": {
+            "type": "array", "minItems": 1, "maxItems": 100, "items": {"anyOf": [{"type": "string"}, _ONE_TEXT]},
+            "description": "A batch: up to 100 texts (or {text, reference, image_url} objects), each within the "
+                           "plan's characters and all within 10 times that; one quota unit and one result per item.",
         },
-    }
+    },
+    "required": ["texts"],
+}
+MODERATE_TEXT_BODY = {
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {"anyOf": [_ONE_TEXT, _TEXT_BATCH]}}}}
 }
 
 

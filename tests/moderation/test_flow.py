@@ -12,8 +12,8 @@ import pytest
 from models.image_decoding import InvalidImage
 from models.text_scoring import TextScores
 from moderation import flow as flow_module
-from moderation.errors import InvalidThreshold, ModelUnavailable, QuotaExceeded, ScopeNotCovered
-from moderation.flow import Caller, ModerationFlow, parse_threshold, require_scope
+from moderation.errors import InvalidBatch, InvalidThreshold, ModelUnavailable, QuotaExceeded, ScopeNotCovered, TextTooLong
+from moderation.flow import Caller, Item, ModerationFlow, check_texts, parse_threshold, require_scope
 from policy.decisions import decide
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
@@ -191,3 +191,56 @@ def test_a_plan_covers_only_its_scope():
     require_scope(caller(scope="text").plan, "text")
     with pytest.raises(ScopeNotCovered, match="image"):
         require_scope(caller(scope="text").plan, "image")
+
+
+def text_item(toxic: float, reference: str | None = None) -> Item:
+    return Item(kind="text", prepare=no_preparation, score=text_scores(toxic), reference=reference)
+
+
+async def test_a_batch_takes_one_unit_per_item_and_queues_each_review_on_its_own(flow):
+    outcomes = await flow.moderate_many(caller(), [text_item(0.1), text_item(0.6, "r-1"), text_item(0.6, "r-2")])
+    assert [o.decision.decision for o in outcomes] == ["allow", "review", "review"]
+    assert [(await flow.reviews.get(o.review_id)).reference for o in outcomes[1:]] == ["r-1", "r-2"]
+    assert await flow.limits.quota_used("acme") == 3
+
+
+async def test_a_batch_larger_than_the_quota_left_takes_nothing(flow):
+    await flow.moderate_many(caller(quota=4), [text_item(0.1)] * 2)
+    with pytest.raises(QuotaExceeded):
+        await flow.moderate_many(caller(quota=4), [text_item(0.1)] * 3)
+    assert await flow.limits.quota_used("acme") == 2
+
+
+async def test_one_failing_item_fails_the_batch_gives_every_unit_back_and_queues_nothing(flow):
+    async def broken(_prepared):
+        raise ConnectionError("replica gone")
+
+    items = [text_item(0.6), Item(kind="text", prepare=no_preparation, score=broken), text_item(0.6)]
+    with pytest.raises(ModelUnavailable):
+        await flow.moderate_many(caller(), items)
+    assert await flow.limits.quota_used("acme") == 0
+    assert await flow.reviews.list(account="acme") == []
+
+
+async def test_batch_items_are_scored_concurrently_but_bounded(flow):
+    running, peak = 0, 0
+
+    async def score(_prepared):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return TextScores(categories={"toxic": 0.1}, model_version="text-1")
+
+    await flow.moderate_many(caller(quota=100), [Item(kind="text", prepare=no_preparation, score=score)] * 40)
+    assert peak == flow_module.ITEMS_IN_FLIGHT
+
+
+def test_check_texts_holds_the_batch_limits():
+    plan = caller().plan.model_copy(update={"text_max_chars": 5})
+    check_texts(["x" * 5] * 10, plan)
+    for texts, error in (([], InvalidBatch), (["x"] * 101, InvalidBatch), (["x" * 6], TextTooLong),
+                         (["x" * 5] * 11, TextTooLong)):
+        with pytest.raises(error):
+            check_texts(texts, plan)

@@ -107,3 +107,12 @@ async def test_quota_counter_expires_some_days_after_its_month_ends(redis_client
     ttl_s = await redis_client.ttl(redis_keys.quota("acme", "2090-01"))
     expected_s = FEB_FIRST_SECOND + QUOTA_KEPT_AFTER_MONTH_END_S - time.time()
     assert ttl_s == pytest.approx(expected_s, abs=5)
+
+
+async def test_units_are_taken_all_or_none_and_given_back_without_going_below_zero(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take_quota("acme", 5, now=JAN_LAST_SECOND, units=3)
+    assert not await limits.take_quota("acme", 5, now=JAN_LAST_SECOND, units=3)
+    assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 3
+    await limits.give_back_quota("acme", now=JAN_LAST_SECOND, units=10)
+    assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 0

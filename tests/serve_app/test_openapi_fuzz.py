@@ -128,4 +128,5 @@ def test_the_document_states_the_errors_and_bodies_the_service_answers():
     bodies = {p: ops["post"]["requestBody"]["content"] for p, ops in document["paths"].items() if "post" in ops}
     assert set(bodies["/v1/moderate"]) == {"multipart/form-data"}
     assert set(bodies["/v1/report"]) == {"multipart/form-data", "application/x-www-form-urlencoded"}
-    assert bodies["/v1/moderate-text"]["application/json"]["schema"]["required"] == ["text"]
+    one_text, batch = bodies["/v1/moderate-text"]["application/json"]["schema"]["anyOf"]
+    assert (one_text["required"], batch["required"]) == (["text"], ["texts"])
