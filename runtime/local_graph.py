@@ -29,6 +29,7 @@ class LocalGraph:
     config: dict
     redis_url: str
     admin_url: str | None  # the admin API's own listener, when an admin token was given
+    store: EmbeddedStore | None = None  # the embedded store, for tests that stop and restart it
 
 
 def free_port() -> int:
@@ -68,7 +69,9 @@ def local_graph(
             admin_server = AdminServer(redis_url=redis_url, admin_token=admin_token, host="127.0.0.1", port=free_port())
             admin_server.start()
         admin_url = admin_server.url if admin_server else None
-        yield LocalGraph(base_url=base_url, config=config, redis_url=redis_url, admin_url=admin_url)
+        yield LocalGraph(
+            base_url=base_url, config=config, redis_url=redis_url, admin_url=admin_url, store=redis_server
+        )
     finally:
         if admin_server is not None:
             admin_server.stop()
