@@ -27,8 +27,11 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -m "not e2e"
 
+# Three columns in one run (docs/benchmarks.md, docs/benchmarks.png): the graph, the plain app, the raw limit.
+# BENCH_ARGS=--quick checks the pipeline end to end in about two minutes.
 bench: install
-	$(BIN)/python -m bench.run
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model

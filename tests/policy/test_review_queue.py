@@ -147,7 +147,7 @@ async def test_reports_count_per_account_and_reference(redis_client):
     assert (other_account.reports, other_reference.reports) == (1, 1)
 
 
-# Retention and caps (README "Keys, plans, profiles and limits"; docs/security-store.md).
+# Retention and caps (README "Keys, plans, profiles and limits"; SECURITY.md).
 
 DAY = 24 * 3600
 
