@@ -41,4 +41,5 @@ eval-text: install
 
 train-text: install
 	$(BIN)/python -m training.train_text --loso-finetune-budget 100000
+	$(BIN)/python -m training.profile_thresholds
 	$(BIN)/python -m training.eval_text

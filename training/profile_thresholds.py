@@ -1,0 +1,83 @@
+"""Review thresholds for a whole profile, chosen jointly on the real dev split: `make train-text` runs it.
+
+The per-category thresholds in thresholds.json each flag at most 10% of benign dev comments on their own; a
+profile that enables several categories flags the union, which is more. Here the review thresholds of the
+default profile's text categories are chosen together: the highest recall of toxic dev comments whose union flags
+at most `MAX_BENIGN_FLAGGED` of the benign ones. Block thresholds stay per category (95% precision). The result is
+written to thresholds.json under `default_profile`, with the same figures on the held-out test split, overall and
+per language; config/profiles.yaml copies the thresholds (a test checks they agree).
+
+    MODERATION_TEXT_DATA_DIR=/path/to/jsonl-dir .venv/bin/python -m training.profile_thresholds
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+
+from models.text_toxicity import DEFAULT_WEIGHTS, THRESHOLDS_FILE, TextToxicityModel, read_thresholds
+from training.metrics import review_threshold
+from training.text_data import load_comments
+
+PROFILE_CATEGORIES = ("toxic", "insult", "identity_attack")
+MAX_BENIGN_FLAGGED = 0.15  # the operating point: at most 15% of benign comments sent to review
+RATES = (0.01, 0.02, 0.03, 0.05, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.14, 0.15)
+
+
+def flagged(scores: dict[str, np.ndarray], review: dict[str, float]) -> np.ndarray:
+    return np.any([scores[c] >= review[c] for c in review], axis=0)
+
+
+def choose(scores: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, float]:
+    """The review thresholds (one benign-flag rate per category) with the best dev recall under the bound."""
+    benign = labels == 0
+    best, best_recall = None, -1.0
+    for rates in itertools.product(RATES, repeat=len(PROFILE_CATEGORIES)):
+        review = {c: review_threshold(scores[c][benign], r) for c, r in zip(PROFILE_CATEGORIES, rates)}
+        hit = flagged(scores, review)
+        if hit[benign].mean() <= MAX_BENIGN_FLAGGED and hit[~benign].mean() > best_recall:
+            best, best_recall = review, hit[~benign].mean()
+    return {c: round(t, 4) for c, t in best.items()}
+
+
+def figures(comments, scores, review) -> dict:
+    labels = np.array([c.label for c in comments])
+    hit = flagged(scores, review)
+    result = {"recall": round(float(hit[labels == 1].mean()), 3), "benign_flagged": round(float(hit[labels == 0].mean()), 3)}
+    langs = np.array([c.lang for c in comments])
+    result["languages"] = {
+        lang: {"recall": round(float(hit[(langs == lang) & (labels == 1)].mean()), 3),
+               "benign_flagged": round(float(hit[(langs == lang) & (labels == 0)].mean()), 3)}
+        for lang in sorted(set(langs))
+    }
+    return result
+
+
+def scored(model, comments) -> dict[str, np.ndarray]:
+    predictions = model.predict([c.text for c in comments])
+    return {c: np.array([p[c] for p in predictions]) for c in PROFILE_CATEGORIES}
+
+
+def main() -> None:
+    model = TextToxicityModel.load(threads=1)
+    thresholds = read_thresholds()
+    assert thresholds["model_version"] == model.model_version, "thresholds.json belongs to another model"
+    dev, test = load_comments(splits=("dev",)), load_comments(splits=("test",))
+    dev_scores, test_scores = scored(model, dev), scored(model, test)
+    review = choose(dev_scores, np.array([c.label for c in dev]))
+    thresholds["default_profile"] = {
+        "categories": list(PROFILE_CATEGORIES),
+        "max_benign_flagged": MAX_BENIGN_FLAGGED,
+        "review": review,
+        "dev": figures(dev, dev_scores, review),
+        "test": figures(test, test_scores, review),
+    }
+    THRESHOLDS_FILE.write_text(json.dumps(thresholds, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(thresholds["default_profile"], indent=1))
+    print(f"wrote {THRESHOLDS_FILE.relative_to(DEFAULT_WEIGHTS.parent.parent.parent.parent)}")
+
+
+if __name__ == "__main__":
+    main()
