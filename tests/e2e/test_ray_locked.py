@@ -1,0 +1,124 @@
+"""Ray is locked: the e2e graph's cluster binds loopback, needs its token, keeps the token 0600, and its logs
+hold no API key, admin token or store password."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import ray
+
+
+JOIN_BOUND_S = 60  # a refused driver must give up within this
+JOIN = """
+import sys, ray
+try:
+    ray.init(address=sys.argv[1], namespace="probe", log_to_driver=False)
+except Exception as exc:
+    print("REFUSED", type(exc).__name__, str(exc)[:300])
+    sys.exit(3)
+print("JOINED", ray.cluster_resources().get("CPU"))
+ray.shutdown()
+"""
+
+
+def _gcs_address() -> str:
+    assert ray.is_initialized(), "the e2e graph's driver is this process"
+    return ray.get_runtime_context().gcs_address
+
+
+def _driver(address: str, tmp_path: Path, **auth: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    # A HOME of its own, so no token lying in ~/.ray can be picked up by accident.
+    env.update(HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token", **auth)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", JOIN, address], env=env, capture_output=True, text=True, timeout=JOIN_BOUND_S + 30
+    )
+    return done, time.monotonic() - started
+
+
+def _listening_hosts(port: int) -> set[str]:
+    """The local addresses of the IPv4 sockets listening on `port` (from /proc/net/tcp)."""
+    hosts = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, _, hex_port = local.partition(":")
+        if state == "0A" and int(hex_port, 16) == port:
+            hosts.add(".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0)))
+    return hosts
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="FOUND (issue 9): Ray 2.60 reports the GCS at the machine's address (e.g. 192.0.2.2) and its "
+    "gcs_server listens there although ray.init(_node_ip_address='127.0.0.1'); token auth still guards it. "
+    "Remove this marker once runtime/ray_cluster.py binds the head to loopback.",
+)
+def test_the_head_binds_loopback(serve_graph):
+    host, _, port = _gcs_address().rpartition(":")
+    assert _listening_hosts(int(port)) <= {"127.0.0.1"}, _listening_hosts(int(port))
+    assert host == "127.0.0.1", host
+
+
+def test_the_token_file_is_0600(serve_graph):
+    token = Path(serve_graph["workdir"]) / "ray" / "auth_token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert token.stat().st_uid == os.getuid()
+    assert len(token.read_text().strip()) >= 32
+
+
+@pytest.mark.parametrize("auth", ["wrong token", "no token"])
+def test_a_driver_without_the_token_cannot_join(serve_graph, tmp_path, auth):
+    given = {"RAY_AUTH_TOKEN": "wrong-" + "0" * 58} if auth == "wrong token" else {}
+    done, took = _driver(_gcs_address(), tmp_path, **given)
+    assert done.returncode != 0 and "JOINED" not in done.stdout, done.stdout + done.stderr
+    assert took < JOIN_BOUND_S, took
+    output = (done.stdout + done.stderr).lower()
+    assert "token" in output or "auth" in output, done.stdout + done.stderr[-2000:]
+
+
+def test_a_driver_with_the_token_joins(serve_graph, tmp_path):
+    # The control: the refusals above are the token's doing, not an unreachable address.
+    token_path = str(Path(serve_graph["workdir"]) / "ray" / "auth_token")
+    done, took = _driver(_gcs_address(), tmp_path, RAY_AUTH_TOKEN_PATH=token_path)
+    assert done.returncode == 0 and "JOINED" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def _secrets_in_ray_logs(secrets: dict[str, str]) -> list[str]:
+    # Only this graph's Ray session: the one this process (its driver) is connected to.
+    session = Path(ray._private.worker._global_node.get_session_dir_path())
+    found, read = [], 0
+    for path in session.rglob("*"):
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > 64 * 1024 * 1024:
+            continue
+        data = path.read_bytes()
+        read += 1
+        found += [f"{what} in {path.relative_to(session)}" for what, value in secrets.items() if value.encode() in data]
+    assert read > 0
+    return found
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="FOUND (issue 9): the store URL with the service's password is a Serve application argument, and Ray "
+    "writes it to logs/serve/controller_build_*.log and a worker .err. Remove this marker once the replicas get "
+    "the password file's path instead of the URL.",
+)
+def test_ray_logs_hold_no_store_password(serve_graph):
+    password = serve_graph["store"].password_path.read_text().strip()
+    assert not _secrets_in_ray_logs({"store password": password})
+
+
+def test_ray_logs_hold_no_key_or_admin_token(serve_graph, client, new_key, admin):
+    key = new_key(account="ray-logs")
+    secret = key["Authorization"].removeprefix("Bearer ")
+    assert client.post("/v1/moderate-text", headers=key, json={"text": "hello there"}).status_code == 200
+    assert client.post("/v1/moderate-text", headers={"Authorization": "Bearer mod_wrong"}, json={"text": "x"}).status_code == 401
+    found = _secrets_in_ray_logs({"API key": secret, "admin token": admin["Authorization"].removeprefix("Bearer ")})
+    assert not found, found
