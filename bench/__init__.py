@@ -1,9 +1,11 @@
-"""`make bench`: speed and memory of the service as ratios against the raw models, measured in one run.
+"""`make bench`: the graph, the plain app and the raw limit of this machine on the same workloads, in one run.
 
-- `inputs.py`: the photos and texts both sides score.
-- `raw.py`: the models in this process on one thread, and the memory they take in a fresh process.
+- `inputs.py`: the photos and texts every column scores.
+- `load.py`: the load generator (concurrent clients, latency percentiles).
+- `service.py`: what a running service gives the benchmark: keys, replica counts, batch sizes, hops, sockets.
+- `plain.py`: the plain app (same FastAPI app, models in-process, one uvicorn worker) in a subprocess.
+- `limit.py`: the raw limit: the models alone, batched, from 1 and from as many processes as cores.
 - `memory.py`: RSS and PSS of processes, from /proc.
-- `service.py`: the whole Ray Serve graph (`runtime.local_graph`) driven over HTTP; its processes' memory.
-- `report.py`: the one markdown table, printed and written to docs/benchmarks.md.
+- `report.py` and `plot.py`: docs/benchmarks.md and docs/benchmarks.png.
 - `run.py`: the order of it all.
 """

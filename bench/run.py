@@ -1,176 +1,247 @@
-"""`make bench`: the raw models, the whole graph over HTTP, the raw models again, then one table (stdout and
-docs/benchmarks.md).
+"""`make bench`: the graph, the plain app and the raw limit of this machine on the same workloads, then
+docs/benchmarks.md, docs/benchmarks.png and, last, the `bench: ...` ratio line.
 
-Bounded on purpose (a few minutes on two shared cores): counts are below. Traffic goes to 127.0.0.1 only.
+    python -m bench.run [--quick] [--levers throughput_optimized,haproxy | --levers none]
+
+Bounded on purpose (a few minutes on two shared cores): every point stops at a request count or a time limit.
+Traffic goes to 127.0.0.1 only. `--quick` checks the pipeline end to end (text only, concurrency 1 and 8).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 import yaml
 
-from bench import raw, report, service
-from bench.inputs import JPEG_QUALITY, PHOTOS, TEXTS, long_text, photo_jpegs
+from bench import limit, plot, report, service
+from bench.load import Point, Workload, point_budget, run_point, status_of
+from bench.inputs import TEXTS, photo_jpegs
+from bench.memory import memory_of_descendants, descendants
+from bench.plain import plain_app
 from runtime.deploy import served_model_versions
 from runtime.local_graph import local_graph
-from runtime.settings import PROJECT_ROOT
+from runtime.settings import PROJECT_ROOT, get_settings
 
-RAW_ROUNDS = 5  # batch 1: every input 5 times; batch 8: 5 calls of eight
-LONG_TEXT_ROUNDS = 5  # the 20,000-character text takes seconds on one thread
-SEQUENTIAL_REQUESTS = 40
-LONG_TEXT_REQUESTS = 5
-WARMUP_REQUESTS = 16
-THROUGHPUT_REQUESTS = 200
-THROUGHPUT_CLIENTS = (8, 16)
-
-LABELS = {
-    "image_default": 'image, nsfw only (profile "default")',
-    "image_strict": 'image, nsfw + weapon + violence (profile "strict")',
-    "text": f"text ({len(TEXTS)} texts of {min(map(len, TEXTS))}-{max(map(len, TEXTS))} chars)",
-    "long_text": f"text of {len(long_text()):,} chars",
+RAY_CPUS = 2
+# Each lever: environment variables for the whole Ray instance (controller, proxy, replicas), on a graph of its own.
+LEVERS = {
+    "throughput_optimized": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
+    "haproxy": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1"},
 }
-THROUGHPUT_WORKLOADS = ("image_default", "image_strict", "text")
+
+
+@dataclass(frozen=True)
+class Plan:
+    workloads: tuple[str, ...] = ("image_default", "image_strict", "text", "batch_text")
+    concurrency: tuple[int, ...] = (1, 8, 16, 32, 64)
+    lever_concurrency: tuple[int, ...] = (1, 16)
+    min_requests: int = 100  # per point; at least 4 per client
+    max_point_s: float = 6.0
+    settle_min_s: float | None = None  # None: the longest upscale_delay_s in serve_config.yaml + 10 s
+    settle_max_s: float = 60.0
+    warm_round_s: float = 4.0
+    limit_s: float = 4.0
+    hop_calls: int = 40
+    metrics_wait_s: float = 6.0  # Ray pushes replica metrics to its endpoint every few seconds
+
+
+QUICK = Plan(workloads=("text",), concurrency=(1, 8), lever_concurrency=(1,), min_requests=20, max_point_s=2.0,
+             settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0)
+FULL = Plan()
+
+
+@dataclass
+class Column:
+    """One service (graph, plain app, graph with a lever) over HTTP: points by workload, and what was observed."""
+
+    points: dict[str, list[Point]] = field(default_factory=dict)
+    settle: list[dict] = field(default_factory=list)  # replica counts after each warm round
+    replicas_after: dict[str, dict[str, int]] = field(default_factory=dict)
+    batch_sizes: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # model -> mean, ones, batches
+    memory_pss_mib: float = 0.0
+    processes: int = 0
+    sockets: list[str] = field(default_factory=list)
+    load_cpu_s: float = 0.0
 
 
 def serve_config() -> dict:
     return yaml.safe_load((PROJECT_ROOT / "serve_config.yaml").read_text())
 
 
-def apply_replica_environment(config: dict) -> None:
-    """The replicas' environment (one BLAS/OpenMP thread...) for the raw side too.
-
-    Must run before numpy or torch is imported: their thread pools read it once. Without it the raw text model
-    runs several times slower on these two busy cores than the replica does.
-    """
+def replica_environment(config: dict) -> dict[str, str]:
+    """The replicas' environment (one BLAS/OpenMP thread...), for the plain app and the raw limit too."""
+    env = {}
     for app in config["applications"]:
-        os.environ.update(app.get("runtime_env", {}).get("env_vars", {}))
+        env.update(app.get("runtime_env", {}).get("env_vars", {}))
+    return env
 
 
-def measure_raw_memory(results: report.Results, versions: dict[str, str]) -> None:
-    for group in raw.MEMORY_GROUPS:
-        results.raw_memory[group] = raw.memory_growth_mib(group, versions)
+def settle_min_s(config: dict, plan: Plan) -> float:
+    """Long enough for Serve's autoscaler to have acted on the warm-up load (upscale_delay_s, 30 s by default)."""
+    if plan.settle_min_s is not None:
+        return plan.settle_min_s
+    delays = [d.get("autoscaling_config", {}).get("upscale_delay_s", 30.0)
+              for app in config["applications"] for d in app.get("deployments", []) if "autoscaling_config" in d]
+    return min(plan.settle_max_s, max(delays, default=0.0) + 10.0)
 
 
-def raw_timings(models: raw.RawModels, photos: list) -> dict[str, raw.ItemTiming]:
-    timings = {
-        name: raw.time_items(lambda b, c=categories: models.score_images(b, c), photos, RAW_ROUNDS)
-        for name, categories in (("image_default", raw.NSFW_ONLY), ("image_strict", raw.ALL_CATEGORIES))
-    }
-    timings["text"] = raw.time_items(models.score_texts, list(TEXTS), RAW_ROUNDS)
-    timings["long_text"] = raw.time_one(models.score_texts, long_text(), LONG_TEXT_ROUNDS)
-    timings["decode"] = raw.ItemTiming(raw.decode_seconds(RAW_ROUNDS))
-    return timings
-
-
-def measure_service(results: report.Results) -> None:
+def workloads_of(plan: Plan) -> dict[str, Workload]:
     jpegs = photo_jpegs()
-    workloads = {
+    every = {
         "image_default": service.image_workload("image_default", "default", jpegs),
         "image_strict": service.image_workload("image_strict", "strict", jpegs),
         "text": service.text_workload("text", list(TEXTS)),
-        "long_text": service.text_workload("long_text", [long_text()]),
+        "batch_text": service.batch_text_workload("batch_text", list(TEXTS)),
     }
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-") as workdir,
-        local_graph(Path(workdir), admin_token=service.ADMIN_TOKEN, num_cpus=service.RAY_CPUS) as graph,
-    ):
-        base_url = graph.base_url
-        keys = service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()})
-        for name in THROUGHPUT_WORKLOADS:
-            service.requests_per_s(base_url, keys[workloads[name].profile], workloads[name], 8, WARMUP_REQUESTS)
-        for name, workload in workloads.items():
-            count = LONG_TEXT_REQUESTS if name == "long_text" else SEQUENTIAL_REQUESTS
-            results.sequential_s[name] = service.sequential_seconds(base_url, keys[workload.profile], workload, count)
-        # Read before the throughput runs, which may make the autoscaler start a second replica.
-        results.graph_memory = service.graph_memory()
-        cpu_before, wall_before = time.process_time(), time.perf_counter()
-        for name in THROUGHPUT_WORKLOADS:
-            for clients in THROUGHPUT_CLIENTS:
-                workload = workloads[name]
-                results.throughput[(name, clients)] = service.requests_per_s(
-                    base_url, keys[workload.profile], workload, clients, THROUGHPUT_REQUESTS
-                )
-                results.replicas_after[(name, clients)] = service.replica_states()
-        load_cpu_s, load_wall_s = time.process_time() - cpu_before, time.perf_counter() - wall_before
-    results.notes.append(
-        f"The load generator (this process, httpx) used {load_cpu_s:.0f} CPU-s in the {load_wall_s:.0f} s of "
-        f"throughput runs, on the same {os.cpu_count()} cores as the graph."
-    )
+    return {name: every[name] for name in plan.workloads}
 
 
-def settings(versions: dict[str, str]) -> list[str]:
-    return [
-        "Models: " + ", ".join(f"{task}={version}" for task, version in versions.items()) + " (serve_config.yaml)",
-        "Raw: in this process, onnxruntime and torch on 1 thread, with the replicas' environment from "
-        "serve_config.yaml (OMP/OPENBLAS/MKL_NUM_THREADS=1); images are "
-        f"{len(PHOTOS)} scikit-image photos as JPEG (quality {JPEG_QUALITY}) decoded to frames beforehand with "
-        f"decode_image; batch 1 = every input alone x{RAW_ROUNDS}, batch 8 = one call of all eight x{RAW_ROUNDS}, "
-        f"medians; the long text alone x{LONG_TEXT_ROUNDS}; all timed before and after the service phase, the "
-        "faster median used.",
-        "Raw memory: RSS growth of a fresh interpreter loading the models and scoring the same inputs once "
-        "(image: the 3 image models; text: the text model; all: all 4 in one process).",
-        f"Service: serve_config.yaml as committed, ray.init(num_cpus={service.RAY_CPUS}), embedded redis-server, "
-        f'plan "{service.PLAN}" without effective limits; {WARMUP_REQUESTS} warm-up requests per workload at 8 '
-        f"clients; latency = {SEQUENTIAL_REQUESTS} sequential requests cycling through the same inputs "
-        f"({LONG_TEXT_REQUESTS} for the long text); throughput = {THROUGHPUT_REQUESTS} requests per run with "
-        f"{' and '.join(map(str, THROUGHPUT_CLIENTS))} concurrent clients (httpx.AsyncClient, keep-alive).",
-        "Ratios: latency = service p50 / raw batch-1 per item; throughput = service requests/s / raw batch-8 "
-        "items/s on one thread; memory = service RSS / raw RSS growth.",
-        "Memory of the graph: every process this run started (Ray core, Serve controller and proxy, replicas, "
-        "redis-server), read from /proc/PID/smaps_rollup after the warm-up and latency requests, before the "
-        "throughput runs (which may start more replicas).",
-    ]
+def accepted(base_url: str, keys: dict, workloads: dict[str, Workload], skipped: list[str]) -> dict[str, Workload]:
+    """The workloads the service answers 2xx (batch text is skipped while the endpoint refuses `texts`)."""
+    kept = {}
+    for name, workload in workloads.items():
+        status = status_of(base_url, keys[workload.profile][0], workload)
+        if status < 300:
+            kept[name] = workload
+        else:
+            skipped.append(f"{name}: POST {workload.path} answered {status} to the first request; not measured.")
+    return kept
 
 
-def main() -> None:
+def measure_points(base_url: str, keys: dict, workloads: dict[str, Workload], plan: Plan,
+                   concurrency: tuple[int, ...]) -> dict[str, list[Point]]:
+    points = {}
+    for name, workload in workloads.items():
+        points[name] = [
+            run_point(base_url, keys[workload.profile], workload, c, point_budget(c, plan.min_requests),
+                      plan.max_point_s)
+            for c in concurrency
+        ]
+        print(f"  {name}: " + ", ".join(f"c={p.concurrency} {p.rps:.1f}/s p50 {p.p50_s * 1000:.1f} ms"
+                                        f"{f' ({p.errors} errors {p.statuses})' if p.errors else ''}"
+                                        for p in points[name]), flush=True)
+    return points
+
+
+def warm_rounds(base_url: str, keys: dict, workloads: dict[str, Workload], plan: Plan):
+    names = list(workloads)
+
+    def warm(index: int) -> None:
+        workload = workloads[names[index % len(names)]]
+        run_point(base_url, keys[workload.profile], workload, 16, 1_000_000, plan.warm_round_s)
+
+    return warm
+
+
+def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env: dict[str, str],
+                  concurrency: tuple[int, ...], skipped: list[str], with_hops: bool) -> tuple[Column, dict]:
+    """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers)."""
+    # RAY_ADDRESS=local: a Ray instance of its own, never one that `ray start` left on this machine (ray.init()
+    # without an address joins the one in /tmp/ray/ray_current_cluster).
+    ray_env = {"RAY_ADDRESS": "local", **env}
+    saved = {name: os.environ.get(name) for name in ray_env}
+    os.environ.update(ray_env)  # before ray.init: the controller and proxy inherit it; replicas get it from runtime_env
+    column, hops = Column(), {}
+    try:
+        with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS) as graph:
+            keys = service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()})
+            workloads = accepted(graph.base_url, keys, workloads, skipped)
+            column.settle = service.settle(warm_rounds(graph.base_url, keys, workloads, plan),
+                                           min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
+            column.memory_pss_mib, column.processes = _memory()
+            metrics_url = service.metrics_url()
+            before, cpu = service.scrape(metrics_url), time.process_time()
+            column.points = measure_points(graph.base_url, keys, workloads, plan, concurrency)
+            column.load_cpu_s = time.process_time() - cpu
+            column.replicas_after = service.replica_counts()
+            time.sleep(plan.metrics_wait_s)
+            column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
+            column.sockets = service.listening_sockets(set(descendants()))
+            if with_hops:
+                hops = service.hop_seconds(photo_jpegs()[1], TEXTS[3], get_settings().config_dir, plan.hop_calls)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return column, hops
+
+
+def measure_plain(workdir: Path, plan: Plan, workloads: dict[str, Workload], versions: dict[str, str],
+                  env: dict[str, str]) -> Column:
+    column = Column()
+    with plain_app(workdir, admin_token=service.ADMIN_TOKEN, versions=versions, env=env) as app:
+        keys = service.bench_keys(app.admin_url, {w.profile for w in workloads.values()})
+        for index in range(len(workloads)):  # a round per workload: first-call allocations, caches
+            warm_rounds(app.base_url, keys, workloads, replace(plan, warm_round_s=min(plan.warm_round_s, 2.0)))(index)
+        column.memory_pss_mib, column.processes = _memory()
+        cpu = time.process_time()
+        column.points = measure_points(app.base_url, keys, workloads, plan, plan.concurrency)
+        column.load_cpu_s = time.process_time() - cpu
+        column.sockets = service.listening_sockets(set(descendants()))
+    return column
+
+
+def _memory() -> tuple[float, int]:
+    processes = memory_of_descendants()
+    return sum(p.pss_mib for p in processes), len(processes)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="text only, concurrency 1 and 8, short points")
+    parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
+                        help=f"comma-separated, of {', '.join(LEVERS)}, or 'none' "
+                             "(default: throughput_optimized; none with --quick)")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    levers = args.levers if args.levers is not None else ("none" if args.quick else "throughput_optimized")
+    levers = [] if levers == "none" else [lever.strip() for lever in levers.split(",") if lever.strip()]
+    unknown = set(levers) - set(LEVERS)
+    if unknown:
+        parser.error(f"unknown levers {sorted(unknown)}; known: {', '.join(LEVERS)}")
+
     started, start = datetime.now().astimezone(), time.perf_counter()
     config = serve_config()
-    apply_replica_environment(config)
-    versions = served_model_versions(config)
-    results = report.Results(labels=LABELS, settings=settings(versions))
-    load_before = report.load_average()
-    measure_raw_memory(results, versions)
-    models, photos = raw.RawModels(versions), raw.decoded_photos()
-    # Timed before and after the service phase: other work on these cores comes and goes, and the faster median
-    # is the fairer figure for the raw model (it makes every service/raw ratio err against the service).
-    before = raw_timings(models, photos)
-    measure_service(results)
-    after = raw_timings(models, photos)
-    results.raw = {name: raw.faster(before[name], after[name]) for name in before}
-    results.notes.insert(0, f"Load average (1/5/15 min) before: {load_before}; after: {report.load_average()}.")
-    results.notes.insert(1, "Raw batch-1 medians before / after the service phase (the faster is used): " + "; ".join(
-        f"{name} {before[name].batch1_s * 1000:.1f} / {after[name].batch1_s * 1000:.1f} ms" for name in before
-    ) + ".")
-    results.notes.extend(_replica_notes(results))
-    duration_s = time.perf_counter() - start
-    print(report.table(results))
-    report.write_document(report.document(results, started, duration_s))
-    print(f"\nwritten to {report.DOC_PATH} ({duration_s:.0f} s)")
-
-
-def _replica_notes(results: report.Results) -> list[str]:
-    one_each = {"RUNNING": 1}
-    longest_s = max(THROUGHPUT_REQUESTS / rps for rps in results.throughput.values())
-    if all(states == one_each for replicas in results.replicas_after.values() for states in replicas.values()):
-        return [
-            f"Every deployment stayed at 1 replica through the throughput runs (the longest took {longest_s:.0f} s; "
-            "Serve's autoscaler waits upscale_delay_s, 30 s by default, before adding one)."
-        ]
-    return [
-        f"Autoscaling: after {LABELS[name]} at {clients} clients, "
-        + ", ".join(
-            f"{deployment} " + " + ".join(f"{n} {state}" for state, n in states.items())
-            for deployment, states in replicas.items() if states != one_each
-        )
-        + "."
-        for (name, clients), replicas in results.replicas_after.items()
-        if any(states != one_each for states in replicas.values())
-    ]
+    env, versions = replica_environment(config), served_model_versions(config)
+    os.environ.update(env)  # this process decodes photos and loads nothing else heavy, but keep it like the others
+    results = report.Results(plan=plan, versions=versions, cores=os.cpu_count() or 1, levers=levers,
+                             load_before=report.load_average())
+    workloads = workloads_of(plan)
+    limit_workloads = [name for name in workloads if name in ("image_default", "image_strict", "text")]
+    print(f"raw limit: 1 and {results.cores} processes ...", flush=True)
+    results.limit_one = limit.measure(1, limit_workloads, versions, env, plan.limit_s)
+    results.limit = limit.measure(results.cores, limit_workloads, versions, env, plan.limit_s)
+    results.decode_s = limit.decode_seconds()
+    with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
+        print("graph (serve_config.yaml) ...", flush=True)
+        results.columns["graph"], results.hops = measure_graph(
+            Path(workdir) / "graph", plan, workloads, {}, plan.concurrency, results.skipped, with_hops=True)
+        workloads = {name: workloads[name] for name in results.columns["graph"].points}
+        print("plain app (one uvicorn worker, models in-process) ...", flush=True)
+        results.columns["plain"] = measure_plain(Path(workdir) / "plain", plan, workloads, versions, env)
+        for lever in levers:
+            print(f"graph with lever {lever} ...", flush=True)
+            try:
+                results.columns[lever], _ = measure_graph(
+                    Path(workdir) / lever, plan, workloads, LEVERS[lever], plan.lever_concurrency, [], with_hops=False)
+            except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark
+                results.lever_failures[lever] = f"{type(error).__name__}: {error}"[:500]
+    results.load_after = report.load_average()
+    results.started, results.duration_s = started, time.perf_counter() - start
+    plot.write(results)
+    document = report.document(results)
+    report.write_document(document)
+    print(report.tables(results))
+    print(f"\nwritten to {report.DOC_PATH} and {plot.PNG_PATH} ({results.duration_s:.0f} s)")
+    print(report.ratio_line(results))
 
 
 if __name__ == "__main__":

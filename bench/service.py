@@ -1,34 +1,26 @@
-"""The whole graph (runtime.local_graph: serve_config.yaml, its own redis-server, a free loopback port),
-driven over HTTP, and the memory of the processes it runs in."""
+"""What the benchmark needs from a running service: keys, and for the graph its replicas, batch sizes, hops and
+listening sockets. Everything stays on 127.0.0.1."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
+import re
+import statistics
+import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
-from bench.memory import ProcessMemory, memory_of_descendants
+from bench.load import Workload
 
 ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 PLAN = "bench"
 # High enough that 429 (rate) and 402 (quota) never interfere.
 PLAN_LIMITS = {"scope": "both", "monthly_quota": 1_000_000_000, "rate_per_second": 1_000_000, "burst": 1_000_000}
+ACCOUNTS = 8  # 64 clients / 8 accounts = 8 in flight per account, under the ingress's 16 per account
 DEPLOYMENTS = ("ModerationIngress", "ImageModel", "TextModel", "Policy")
-RAY_CPUS = 2
-REQUEST_TIMEOUT_S = 120
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Requests of one kind, sent in turn: a path, a key's profile, and the request bodies."""
-
-    name: str
-    path: str
-    profile: str
-    bodies: list[dict]
+APP = "moderation"
 
 
 def image_workload(name: str, profile: str, jpegs: list[bytes]) -> Workload:
@@ -39,77 +31,147 @@ def text_workload(name: str, texts: list[str]) -> Workload:
     return Workload(name, "/v1/moderate-text", "default", [{"json": {"text": t}} for t in texts])
 
 
-def bench_keys(admin_url: str, profiles: set[str]) -> dict[str, dict[str, str]]:
-    """Authorization headers by profile, for keys on the unlimited bench plan (through the admin listener)."""
+def batch_text_workload(name: str, texts: list[str]) -> Workload:
+    return Workload(name, "/v1/moderate-text", "default", [{"json": {"texts": list(texts)}}])
+
+
+def bench_keys(admin_url: str, profiles: set[str]) -> dict[str, list[dict[str, str]]]:
+    """Authorization headers by profile: ACCOUNTS keys each, on the unlimited bench plan (admin listener)."""
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with httpx.Client(base_url=admin_url, headers=admin, timeout=REQUEST_TIMEOUT_S) as client:
+    with httpx.Client(base_url=admin_url, headers=admin, timeout=60) as client:
         _check(client.put(f"/admin/v1/plans/{PLAN}", json=PLAN_LIMITS))
-        headers = {}
+        keys: dict[str, list[dict[str, str]]] = {}
         for profile in sorted(profiles):
-            response = _check(client.post("/admin/v1/keys", json={"account": "bench", "profile": profile, "plan": PLAN}))
-            headers[profile] = {"Authorization": f"Bearer {response.json()['key']}"}
-    return headers
+            for account in range(ACCOUNTS):
+                body = {"account": f"bench-{account}", "profile": profile, "plan": PLAN}
+                key = _check(client.post("/admin/v1/keys", json=body)).json()["key"]
+                keys.setdefault(profile, []).append({"Authorization": f"Bearer {key}"})
+    return keys
 
 
-def sequential_seconds(base_url: str, headers: dict[str, str], workload: Workload, count: int) -> list[float]:
-    """Wall seconds of `count` requests sent one after another by one client."""
-    seconds = []
-    with httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as client:
-        for body in itertools.islice(itertools.cycle(workload.bodies), count):
-            start = time.perf_counter()
-            _check(client.post(workload.path, **body))
-            seconds.append(time.perf_counter() - start)
-    return seconds
-
-
-def requests_per_s(base_url: str, headers: dict[str, str], workload: Workload, clients: int, total: int) -> float:
-    """Completed requests per second when `clients` concurrent clients send `total` requests in all."""
-    return asyncio.run(_requests_per_s(base_url, headers, workload, clients, total))
-
-
-async def _requests_per_s(base_url: str, headers: dict, workload: Workload, clients: int, total: int) -> float:
-    numbers = itertools.count()
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT_S, limits=limits) as http:
-
-        async def client() -> None:
-            while (number := next(numbers)) < total:
-                _check(await http.post(workload.path, **workload.bodies[number % len(workload.bodies)]))
-
-        start = time.perf_counter()
-        await asyncio.gather(*(client() for _ in range(clients)))
-        return total / (time.perf_counter() - start)
-
-
-def replica_states() -> dict[str, dict[str, int]]:
+def replica_counts() -> dict[str, dict[str, int]]:
     """deployment -> replica state (RUNNING, STARTING...) -> count, as Serve reports them now."""
     from ray import serve
 
-    from runtime.deploy import APP_NAME
-
-    deployments = serve.status().applications[APP_NAME].deployments
+    deployments = serve.status().applications[APP].deployments
     return {name: {state: n for state, n in deployments[name].replica_states.items() if n} for name in DEPLOYMENTS}
 
 
-def graph_memory() -> dict[str, list[ProcessMemory]]:
-    """The processes this run started (Ray, its workers, the store's valkey-server), grouped by what they are."""
-    groups: dict[str, list[ProcessMemory]] = {}
-    for process in memory_of_descendants():
-        groups.setdefault(_group_of(process.title), []).append(process)
-    return groups
+def settle(warm_round: Callable[[int], None], *, min_s: float, max_s: float, stable_rounds: int = 3) -> list[dict]:
+    """Warm rounds (`warm_round(i)`, a few seconds of load each) until the replica counts have not changed for
+    `stable_rounds` rounds after at least `min_s` (Serve adds a replica only after upscale_delay_s, 30 s by
+    default), or `max_s` has passed. Returns the counts after each round, with the seconds since the start."""
+    start, history = time.perf_counter(), []
+    for index in range(10_000):
+        warm_round(index)
+        elapsed = time.perf_counter() - start
+        history.append({"s": round(elapsed, 1), "replicas": replica_counts()})
+        recent = [entry["replicas"] for entry in history[-stable_rounds:]]
+        stable = len(recent) == stable_rounds and all(r == recent[0] for r in recent)
+        if elapsed >= max_s or (elapsed >= min_s and stable):
+            break
+    return history
 
 
-def _group_of(title: str) -> str:
-    for name in DEPLOYMENTS:
-        if f"ServeReplica:moderation:{name}" in title:
-            return name
-    if "ServeController" in title:
-        return "Serve controller"
-    if "ProxyActor" in title:
-        return "Serve proxy"
-    if "valkey-server" in title or "redis-server" in title:
-        return "Redis"
-    return "Ray core"
+def metrics_url() -> str:
+    import ray
+
+    node = next(n for n in ray.nodes() if n["Alive"])
+    return f"http://127.0.0.1:{node['MetricsExportPort']}/metrics"
+
+
+def scrape(url: str) -> str:
+    try:
+        return httpx.get(url, timeout=10).text
+    except httpx.HTTPError:
+        return ""
+
+
+_SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
+
+
+def histogram_buckets(text: str, metric: str, label: str) -> dict[str, dict[float, float]]:
+    """label value -> bucket upper bound -> cumulative count of a Prometheus histogram, added over its other labels
+    (replicas...). Buckets, not `_sum`: Ray's exporter computes a histogram's sum from bucket midpoints."""
+    buckets: dict[str, dict[float, float]] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if not match or match["name"] != f"{metric}_bucket":
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+        bound = float(labels.get("le", "inf").replace("+Inf", "inf"))
+        entry = buckets.setdefault(labels.get(label, "?"), {})
+        entry[bound] = entry.get(bound, 0.0) + float(match["value"])
+    return buckets
+
+
+def batch_sizes(before: str, after: str) -> dict[str, tuple[float, float, int]]:
+    """model -> (mean batch size, share of batches of one, batches) between two scrapes of Ray's metrics endpoint.
+    Sizes are read as their bucket's upper bound: exact for the integer bounds 1, 2, 3, 4, 6, 8, 12, 16..."""
+    metric = "ray_moderation_model_batch_size"
+    first, second = histogram_buckets(before, metric, "model"), histogram_buckets(after, metric, "model")
+    result = {}
+    for model, cumulative in second.items():
+        earlier = first.get(model, {})
+        previous, batches, requests, ones = 0.0, 0.0, 0.0, 0.0
+        for bound in sorted(cumulative):
+            count = cumulative[bound] - earlier.get(bound, 0.0)
+            in_bucket = count - previous
+            previous = count
+            if bound == float("inf"):
+                continue
+            batches += in_bucket
+            requests += in_bucket * bound
+            ones += in_bucket if bound == 1 else 0.0
+        if batches > 0:
+            result[model] = (requests / batches, ones / batches, int(batches))
+    return result
+
+
+def hop_seconds(jpeg: bytes, text: str, config_dir: Path, calls: int) -> dict[str, float]:
+    """Median seconds of one call from this process through a Serve handle to each deployment the ingress calls,
+    one at a time (the hop plus the work; the raw model's own time is measured apart)."""
+    from ray import serve
+
+    from models.image_decoding import decode_image
+    from models.image_scoring import ImageRequest
+    from models.text_scoring import TextRequest
+    from runtime.bootstrap import load_profiles
+
+    profile = next(p for p in load_profiles(config_dir) if p.name == "default")
+    frames = decode_image(jpeg, 40_000_000).frames
+    calls_of = {
+        "ImageModel.score (nsfw)": lambda h: h.score.remote(ImageRequest(frames, ("nsfw",))),
+        "TextModel.score": lambda h: h.score.remote(TextRequest(text, ("toxic",))),
+        "Policy.decide": lambda h: h.decide.remote({"toxic": 0.1}, profile, "text", None),
+    }
+    result = {}
+    for name, call in calls_of.items():
+        handle = serve.get_deployment_handle(name.split(".")[0], app_name=APP)
+        call(handle).result()
+        seconds = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            call(handle).result()
+            seconds.append(time.perf_counter() - start)
+        result[name] = statistics.median(seconds)
+    return result
+
+
+def listening_sockets(pids: set[int]) -> list[str]:
+    """'address:port (process)' of every TCP socket in LISTEN state held by one of `pids` (from `ss`)."""
+    try:
+        output = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    for line in output.splitlines():
+        fields = line.split()
+        users = re.findall(r'\("([^"]+)",pid=(\d+)', line)
+        for name, pid in users:
+            if int(pid) in pids and len(fields) >= 4:
+                found.append(f"{fields[3]} ({name})")
+    return sorted(set(found))
 
 
 def _check(response: httpx.Response) -> httpx.Response:

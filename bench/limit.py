@@ -1,0 +1,119 @@
+"""The raw limit of this machine: the models called in-process, batched, from N processes of one thread each.
+
+N = 1 gives the one-thread figure; N = the number of cores gives the limit the service is held to. Each process loads
+the models as the deployments do (registry + ImageScorer/TextScorer), gets the inputs already decoded (decoding is
+the ingress's work, reported apart), warms up, then all processes start each workload together (a barrier) and
+score batches of BATCH until the time is up. Nothing goes through HTTP, Redis or Ray.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+BATCH = 8
+MAX_PIXELS = 40_000_000  # a plan's largest image, as the service's decode_image call allows
+CATEGORIES = {"image_default": ("nsfw",), "image_strict": ("nsfw", "weapon", "violence")}
+START_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One workload over N processes: items per second at batch BATCH, and one item's seconds alone (median)."""
+
+    processes: int
+    items_per_s: float
+    batch1_s: float
+
+
+def measure(processes: int, workloads: list[str], versions: dict[str, str], env: dict[str, str],
+            seconds: float) -> dict[str, Limit]:
+    """Items/s of every workload ("image_default", "image_strict", "text") with `processes` processes at once."""
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [
+        context.Process(target=_worker, args=(workloads, versions, env, seconds, barrier, results), daemon=True)
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        reports = [results.get(timeout=START_TIMEOUT_S + seconds * len(workloads)) for _ in workers]
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+            if worker.is_alive():
+                worker.terminate()
+    return {
+        name: Limit(
+            processes,
+            sum(report[name][0] for report in reports) / max(report[name][1] for report in reports),
+            statistics.median(report[name][2] for report in reports),
+        )
+        for name in workloads
+    }
+
+
+def _worker(workloads, versions, env, seconds, barrier, results) -> None:
+    os.environ.update(env)  # before numpy/torch load: their thread pools read it once
+    import torch
+
+    torch.set_num_threads(1)
+    score, inputs = _scorers(workloads, versions)
+    report = {}
+    for name in workloads:
+        batch = inputs[name][:BATCH]
+        score[name](batch)  # warm-up: lazy initialisation and first-call allocations
+        alone = [_seconds(score[name], [item]) for item in inputs[name]]
+        barrier.wait(timeout=START_TIMEOUT_S)
+        items, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            score[name](batch)
+            items += len(batch)
+        report[name] = (items, time.perf_counter() - start, statistics.median(alone))
+    results.put(report)
+
+
+def _scorers(workloads: list[str], versions: dict[str, str]) -> tuple[dict[str, Any], dict[str, list]]:
+    from bench.inputs import TEXTS, photo_jpegs
+    from models.image_decoding import decode_image
+    from models.image_scoring import ImageRequest
+    from models.model_set import ModelSet, wanted_entries
+    from models.registry import DEFAULT_REGISTRY
+    from models.tasks import IMAGE_TASKS, TEXT_TASKS
+    from models.text_scoring import TextRequest
+
+    score, inputs = {}, {}
+    if any(name in CATEGORIES for name in workloads):
+        image_versions = {task: v for task, v in versions.items() if task in IMAGE_TASKS}
+        scorer = ModelSet().loaded(wanted_entries({"models": image_versions}, IMAGE_TASKS, DEFAULT_REGISTRY)).image_scorer()
+        frames = [decode_image(jpeg, MAX_PIXELS).frames for jpeg in photo_jpegs()]
+        for name in set(workloads) & set(CATEGORIES):
+            score[name] = lambda batch, s=scorer: s.score(batch)
+            inputs[name] = [ImageRequest(f, CATEGORIES[name]) for f in frames]
+    if "text" in workloads:
+        text_versions = {task: v for task, v in versions.items() if task in TEXT_TASKS}
+        scorer = ModelSet().loaded(wanted_entries({"models": text_versions}, TEXT_TASKS, DEFAULT_REGISTRY)).text_scorer()
+        score["text"] = scorer.score
+        inputs["text"] = [TextRequest(text, ("toxic",)) for text in TEXTS]
+    return score, inputs
+
+
+def _seconds(call, batch: list) -> float:
+    start = time.perf_counter()
+    call(batch)
+    return time.perf_counter() - start
+
+
+def decode_seconds() -> float:
+    """Median seconds to decode one bench photo to frames, as the ingress does before scoring."""
+    from bench.inputs import photo_jpegs
+    from models.image_decoding import decode_image
+
+    jpegs = photo_jpegs()
+    decode_image(jpegs[0], MAX_PIXELS)
+    return statistics.median(_seconds(lambda j: decode_image(j[0], MAX_PIXELS), [jpeg]) for jpeg in jpegs * 3)

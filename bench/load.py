@@ -1,0 +1,116 @@
+"""The load generator: N concurrent HTTP clients on loopback, each request's latency, percentiles.
+
+One point = one concurrency on one workload, bounded by a request count and a time limit (whichever comes first).
+Clients spread over several API keys (accounts), as real traffic does: the ingress admits at most 16 requests in
+flight per account (`max_in_flight_per_account`), and the benchmark measures throughput, not that guard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from dataclasses import dataclass
+
+import httpx
+
+REQUEST_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests of one kind, sent in turn: a path, a key's profile, and the request bodies."""
+
+    name: str
+    path: str
+    profile: str
+    bodies: list[dict]
+
+
+@dataclass(frozen=True)
+class Point:
+    """What one concurrency level gave: completed requests per second and latency percentiles (seconds)."""
+
+    concurrency: int
+    requests: int
+    errors: int
+    seconds: float
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    statuses: tuple[int, ...] = ()  # the distinct non-2xx statuses seen, if any
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+
+def percentile(values: list[float], percent: float) -> float:
+    """Nearest-rank percentile (the smallest value with at least `percent`% of the values at or below it)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(percent / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summarize(concurrency: int, latencies: list[float], errors: int, seconds: float, statuses=()) -> Point:
+    return Point(
+        concurrency, len(latencies), errors, seconds,
+        percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99), tuple(sorted(set(statuses))),
+    )
+
+
+def point_budget(concurrency: int, min_requests: int) -> int:
+    """Requests in one point: enough for a p99 at low concurrency, a few rounds of every client at high."""
+    return max(min_requests, 4 * concurrency)
+
+
+def run_point(
+    base_url: str, keys: list[dict[str, str]], workload: Workload, concurrency: int, max_requests: int, max_s: float
+) -> Point:
+    """`concurrency` clients (keep-alive), each one request warming its connection, then measured requests until
+    `max_requests` have been sent or `max_s` has passed. Failed requests (non-2xx) are counted, not timed."""
+    return asyncio.run(_run_point(base_url, keys, workload, concurrency, max_requests, max_s))
+
+
+async def _run_point(base_url, keys, workload, concurrency, max_requests, max_s) -> Point:
+    numbers = itertools.count()
+    latencies: list[float] = []
+    failures: list[int] = []
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    bodies = workload.bodies
+    async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_S, limits=limits) as http:
+
+        async def client(index: int, warmed: asyncio.Queue, started: asyncio.Event, deadline: list[float]) -> None:
+            headers = keys[index % len(keys)]
+            try:
+                await http.post(workload.path, headers=headers, **bodies[index % len(bodies)])  # connection warm-up
+            finally:
+                warmed.put_nowait(index)
+            await started.wait()
+            while (number := next(numbers)) < max_requests and time.perf_counter() < deadline[0]:
+                start = time.perf_counter()
+                response = await http.post(workload.path, headers=headers, **bodies[number % len(bodies)])
+                if response.status_code < 300:
+                    latencies.append(time.perf_counter() - start)
+                else:
+                    failures.append(response.status_code)
+
+        warmed, started, deadline = asyncio.Queue(), asyncio.Event(), [math.inf]
+        tasks = [asyncio.create_task(client(i, warmed, started, deadline)) for i in range(concurrency)]
+        for _ in range(concurrency):
+            await warmed.get()
+        start = time.perf_counter()
+        deadline[0] = start + max_s
+        started.set()
+        await asyncio.gather(*tasks)
+        seconds = time.perf_counter() - start
+    return summarize(concurrency, latencies, len(failures), seconds, failures)
+
+
+def status_of(base_url: str, headers: dict[str, str], workload: Workload) -> int:
+    """The status of one request of `workload` (to find out whether an endpoint accepts it)."""
+    body = workload.bodies[0]
+    return httpx.post(base_url + workload.path, headers=headers, timeout=REQUEST_TIMEOUT_S, **body).status_code

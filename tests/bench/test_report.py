@@ -1,0 +1,30 @@
+"""The benchmark page's pure parts: the ratio line a script reads, and batch sizes from Ray's metrics text."""
+
+from bench.report import format_ratio_line
+from bench.service import batch_sizes
+
+
+def test_ratio_line_has_two_decimals_and_a_fixed_order():
+    line = format_ratio_line({"image_vs_plain": 1.0, "strict_vs_plain": 0.8349, "text_vs_plain": None})
+    assert line == "bench: image_vs_plain=1.00 strict_vs_plain=0.83 text_vs_plain=n/a"
+
+
+def _scrape(counts: dict[str, float], replica: str = "r1") -> str:
+    return "\n".join(
+        f'ray_moderation_model_batch_size_bucket{{deployment="TextModel",le="{le}",model="text",replica="{replica}"}} {n}'
+        for le, n in counts.items()
+    ) + '\nray_moderation_model_batch_size_sum{model="text",replica="r1"} 12.5\n'
+
+
+def test_batch_sizes_come_from_bucket_deltas_over_replicas():
+    before = _scrape({"1.0": 4, "2.0": 4, "4.0": 4, "+Inf": 4})
+    # Since `before`: 2 batches of one, 1 of two, 1 of four on r1; 1 of four on r2.
+    after = _scrape({"1.0": 6, "2.0": 7, "4.0": 8, "+Inf": 8}) + "\n" + _scrape({"1.0": 0, "2.0": 0, "4.0": 1, "+Inf": 1}, "r2")
+    mean, ones, batches = batch_sizes(before, after)["text"]
+    assert batches == 5
+    assert mean == (1 + 1 + 2 + 4 + 4) / 5
+    assert ones == 2 / 5
+
+
+def test_no_batches_no_entry():
+    assert batch_sizes("", "") == {}
