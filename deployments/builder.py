@@ -27,6 +27,7 @@ def build_app(args: dict) -> Application:
         TextModel.bind(model_registry=registry),
         Policy.bind(),
         redis_url=args.get("redis_url") or settings.redis_url,
+        redis_password_file=args.get("redis_password_file"),
         inference_timeout_s=settings.inference_timeout_s,
         body_idle_timeout_s=settings.body_idle_timeout_s,
         body_timeout_s=settings.body_timeout_s,

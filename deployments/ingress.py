@@ -29,6 +29,7 @@ class ModerationIngress:
         *,
         redis_url: str,
         inference_timeout_s: float,
+        redis_password_file: str | None = None,
         config_dir: str,
         review_rules: ReviewRules | None = None,
         body_idle_timeout_s: float = 10.0,
@@ -36,9 +37,12 @@ class ModerationIngress:
         request_timeout_s: float = 60.0,
         max_in_flight_per_account: int = 16,
     ):
+        # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
+        password = Path(redis_password_file).read_text().strip() if redis_password_file else None
         self._services = Services.connect(
             redis_url,
             ServeBackends(image_model, text_model, policy),
+            redis_password=password,
             inference_timeout_s=inference_timeout_s,
             body_idle_timeout_s=body_idle_timeout_s,
             body_timeout_s=body_timeout_s,

@@ -26,14 +26,21 @@ def read_serve_config(
     host: str,
     port: int,
     redis_url: str | None = None,
+    redis_password_file: Path | None = None,
     env_vars: dict[str, str] | None = None,
 ) -> dict:
-    """serve_config.yaml with this run's address, Redis URL and replica environment filled in."""
+    """serve_config.yaml with this run's address, Redis URL and replica environment filled in.
+
+    The store's password travels as the path of its 0600 file, never inside the URL: Serve's
+    application arguments end up in Ray's logs.
+    """
     config = yaml.safe_load(Path(path).read_text())
     config["http_options"] = {**config.get("http_options", {}), "host": host, "port": port}
     for app in config["applications"]:
         if redis_url:
             app.setdefault("args", {})["redis_url"] = redis_url
+        if redis_password_file:
+            app.setdefault("args", {})["redis_password_file"] = str(redis_password_file)
         runtime_env = app.setdefault("runtime_env", {})
         runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **(env_vars or {})}
     return config

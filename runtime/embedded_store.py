@@ -173,6 +173,11 @@ class EmbeddedStore:
         return f"redis://{OWNER_USER}:{self._secret(self._owner_password)}@{LOOPBACK}:{self.port}/0"
 
     @property
+    def url_without_password(self) -> str:
+        """The service's URL without its password: what may travel to Ray (the password goes by `password_path`)."""
+        return f"redis://{SERVICE_USER}@{LOOPBACK}:{self.port}/0"
+
+    @property
     def redacted_url(self) -> str:
         return f"redis://{SERVICE_USER}:***@{LOOPBACK}:{self.port}/0"
 

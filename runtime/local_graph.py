@@ -56,7 +56,12 @@ def local_graph(
     redis_url = redis_server.start()
     port = free_port()
     config = read_serve_config(
-        PROJECT_ROOT / "serve_config.yaml", host="127.0.0.1", port=port, redis_url=redis_url, env_vars=env_vars
+        PROJECT_ROOT / "serve_config.yaml",
+        host="127.0.0.1",
+        port=port,
+        redis_url=redis_server.url_without_password,
+        redis_password_file=redis_server.password_path,
+        env_vars=env_vars,
     )
     admin_server = None
     try:

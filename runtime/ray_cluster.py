@@ -35,6 +35,21 @@ def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool, metri
     service's own (deployments/metrics.py) included; on loopback, like the node. None: a port Ray picks.
     """
     import ray
+
+    use_token_auth(data_dir)
+    # address="local": always a new instance of our own, never one that another program started on this machine.
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        log_to_driver=log_to_driver,
+        _node_ip_address=LOOPBACK,
+        _metrics_export_port=metrics_port,
+    )
+
+
+def use_token_auth(data_dir: Path) -> None:
+    """Token authentication for the Ray processes this process starts or joins (they inherit the environment)."""
     from ray._raylet import AuthenticationTokenLoader, Config
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -44,13 +59,6 @@ def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool, metri
     # were set would start a token-mode cluster and then fail to present the token itself.
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
-    ray.init(
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        log_to_driver=log_to_driver,
-        _node_ip_address=LOOPBACK,
-        _metrics_export_port=metrics_port,
-    )
 
 
 def replica_env(environ: dict[str, str]) -> dict[str, str]:

@@ -85,7 +85,9 @@ def main() -> None:
                 settings.serve_config,
                 host=settings.host,
                 port=settings.port,
-                redis_url=redis_url,
+                # The embedded store's password goes by its 0600 file, not in the URL (Serve logs its arguments).
+                redis_url=redis_server.url_without_password if redis_server else redis_url,
+                redis_password_file=redis_server.password_path if redis_server else None,
                 env_vars=replica_env(os.environ),  # the same settings as here, minus the secrets
             )
         )

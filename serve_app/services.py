@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from models.image_limits import ImageDecoder
+from models.text_scoring import TextRequest
 from moderation.backends import ModelBackends
-from moderation.flow import ModerationFlow
+from moderation.flow import Caller, Item, ModerationFlow, ready
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
@@ -25,6 +26,24 @@ class Services:
     decoder: ImageDecoder
     time_limits: TimeLimits = TimeLimits()
 
+    def text_item(self, caller: Caller, text: str, categories: tuple[str, ...] = (), **where: str | None) -> Item:
+        """A text for the flow, scored for the profile's categories and `categories`; `where`: reference, image_url."""
+        wanted = dict.fromkeys((*caller.profile.enabled_categories("text"), *categories))
+        request = TextRequest(text=text, categories=tuple(wanted))
+        return Item(kind="text", prepare=ready(request), score=self.backends.score_text, **where)
+
+    def image_item(self, caller: Caller, data: bytes, **where: str | None) -> Item:
+        """An image for the flow: decoded (bounded) after the unit is taken, scored for the profile's categories."""
+        from models.image_scoring import ImageRequest  # Pillow: only where images are handled
+
+        categories = tuple(caller.profile.enabled_categories("image"))
+        return Item(
+            kind="image",
+            prepare=lambda: self.decoder.decode(data, caller.plan.image_max_pixels),
+            score=lambda image: self.backends.score_image(ImageRequest(frames=image.frames, categories=categories)),
+            **where,
+        )
+
     @classmethod
     def connect(
         cls,
@@ -37,9 +56,11 @@ class Services:
         request_timeout_s: float = TimeLimits.request_timeout_s,
         max_in_flight_per_account: int = TimeLimits.max_in_flight_per_account,
         review_rules: ReviewRules | None = None,
+        redis_password: str | None = None,
     ) -> Services:
+        """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own)."""
         redis = Redis.from_url(
-            redis_url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2
+            redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2
         )
         limits, reviews = Limits(redis), ReviewQueue(redis, review_rules)
         return cls(

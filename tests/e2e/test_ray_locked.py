@@ -104,12 +104,6 @@ def _secrets_in_ray_logs(secrets: dict[str, str]) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FOUND (issue 9): the store URL with the service's password is a Serve application argument, and Ray "
-    "writes it to logs/serve/controller_build_*.log and a worker .err. Remove this marker once the replicas get "
-    "the password file's path instead of the URL.",
-)
 def test_ray_logs_hold_no_store_password(serve_graph):
     password = serve_graph["store"].password_path.read_text().strip()
     assert not _secrets_in_ray_logs({"store password": password})
