@@ -120,7 +120,7 @@ class DeadlineMiddleware:
                 raise
             response = error_response(
                 Overloaded(f"The request ran past the server's deadline of {limits.request_timeout_s:g} s.",
-                           retry_after_s=1)
+                           retry_after_s=1), scope["path"],
             )
             await response(scope, receive, tracking_send)
         finally:

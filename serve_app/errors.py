@@ -1,6 +1,8 @@
 """Every error the API answers with, and the one place that turns exceptions into responses.
 
-The body is always `{"error": {"code": "<code>", "message": "<text>"}}`. Errors only HTTP
+The body is `{"error": {"code": "<code>", "message": "<text>"}}`, except on the compatible routes, which
+answer in the envelope their clients parse (`ENVELOPES`: OpenAI's on /v1/moderations, Google's on the
+Perspective routes) with the same status and code. Errors only HTTP
 can see (a bad key, a malformed body) are `ApiError` classes here; the errors of the
 moderation flow, the image decoder and the review queue are plain domain exceptions that
 `DOMAIN_ERRORS` maps to a status and code. Anything unexpected becomes a 500
@@ -68,6 +70,18 @@ class NoReference(ApiError):
 
 class Unauthorized(ApiError):
     status, code, message = 401, "unauthorized", "A valid API key is required: Authorization: Bearer <key>."
+
+
+class ModelNotFound(ApiError):
+    status, code, message = 400, "model_not_found", "Unknown model."
+
+
+class CommentEmpty(ApiError):
+    status, code, message = 400, "comment_empty", "Comment text was empty."
+
+
+class AttributeNotSupported(ApiError):
+    status, code, message = 400, "language_not_supported_by_attribute", "The attribute is not supported."
 
 
 class NotFound(ApiError):
@@ -142,9 +156,36 @@ def api_error_of(exc: Exception) -> ApiError:
     return ApiError()
 
 
-def error_response(error: ApiError) -> JSONResponse:
+# OpenAI's error `type` by status; Google's `status` by HTTP status, and Perspective's `errorType` by code.
+OPENAI_TYPES = {401: "authentication_error", 402: "insufficient_quota", 403: "permission_error", 429: "rate_limit_error"}
+GOOGLE_STATUSES = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 402: "RESOURCE_EXHAUSTED", 403: "PERMISSION_DENIED",
+    404: "NOT_FOUND", 405: "UNIMPLEMENTED", 408: "DEADLINE_EXCEEDED", 413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE",
+}  # fmt: skip
+PERSPECTIVE_ERROR_TYPES = {"text_too_long": "COMMENT_TOO_LONG"}  # else the code in capitals (COMMENT_EMPTY, ...)
+
+
+def _openai_envelope(error: ApiError) -> dict:
+    kind = OPENAI_TYPES.get(error.status, "server_error" if error.status >= 500 else "invalid_request_error")
+    return {"error": {"message": error.message, "type": kind, "param": None, "code": error.code}}
+
+
+def _google_envelope(error: ApiError) -> dict:
+    detail = {"@type": "type.googleapis.com/google.commentanalyzer.v1alpha1.Error",
+              "errorType": PERSPECTIVE_ERROR_TYPES.get(error.code, error.code.upper())}  # fmt: skip
+    status = GOOGLE_STATUSES.get(error.status, "INTERNAL")
+    return {"error": {"code": error.status, "message": error.message, "status": status, "details": [detail]}}
+
+
+# Path prefix -> the error body its clients parse; every other path answers the native body.
+ENVELOPES = {"/v1/moderations": _openai_envelope, "/v1alpha1/": _google_envelope}
+
+
+def error_response(error: ApiError, path: str = "") -> JSONResponse:
+    envelope = next((make for prefix, make in ENVELOPES.items() if path.startswith(prefix)), None)
     return JSONResponse(
-        {"error": {"code": error.code, "message": error.message}},
+        envelope(error) if envelope else {"error": {"code": error.code, "message": error.message}},
         status_code=error.status,
         headers=error.headers(),
     )
@@ -154,46 +195,47 @@ def install_error_handlers(app: FastAPI) -> None:
     """Route every exception through `error_response`."""
 
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc, request.url.path)
 
-    async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
-        return error_response(api_error_of(exc))
+    async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(api_error_of(exc), request.url.path)
 
     for kind in DOMAIN_ERRORS:
         app.add_exception_handler(kind, _domain_error)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return error_response(InvalidRequest(f"{where}: {first.get('msg', 'invalid')}".strip(": ")))
+        return error_response(InvalidRequest(f"{where}: {first.get('msg', 'invalid')}".strip(": ")), request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        path = request.url.path
         if exc.status_code == 405:
-            response = error_response(MethodNotAllowed())
+            response = error_response(MethodNotAllowed(), path)
             # RFC 9110: a 405 lists the methods the path does support (Starlette puts them in `Allow`).
             if exc.headers and "Allow" in exc.headers:
                 response.headers["Allow"] = exc.headers["Allow"]
             return response
         if exc.status_code == 404:
-            return error_response(NotFound())
-        return error_response(InvalidRequest(str(exc.detail)))
+            return error_response(NotFound(), path)
+        return error_response(InvalidRequest(str(exc.detail)), path)
 
     @app.exception_handler(ClientDisconnect)
     async def _client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
         # Nobody reads this answer; one line in the log instead of a traceback.
         log.info("client disconnected during %s %s", request.method, request.url.path)
-        return error_response(InvalidRequest("The client disconnected before the body was complete."))
+        return error_response(InvalidRequest("The client disconnected before the body was complete."), request.url.path)
 
     @app.exception_handler(RedisError)
     async def _store_down(request: Request, exc: RedisError) -> JSONResponse:
         # Fail closed: without the store nothing is authenticated, counted or decided.
         log.warning("store unavailable on %s: %s", request.url.path, exc)
-        return error_response(StoreUnavailable())
+        return error_response(StoreUnavailable(), request.url.path)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(ApiError())
+        return error_response(ApiError(), request.url.path)

@@ -7,11 +7,9 @@ import asyncio
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 
-from models.image_scoring import ImageRequest
-from models.text_scoring import TextRequest
 from moderation.errors import ModelUnavailable, TextTooLong, UploadTooLarge
 from moderation.flow import (
-    BATCH_TEXT_LIMITS, Caller, Item, Moderated, check_texts, parse_threshold, ready, require_scope,
+    BATCH_TEXT_LIMITS, Caller, Moderated, check_texts, parse_threshold, require_scope,
 )
 from serve_app import errors
 from serve_app.auth import authenticated_caller, services
@@ -72,19 +70,11 @@ async def moderate_image(
     if not data:
         raise errors.NoImage()
     request.state.log_fields.update(bytes=len(data))
-    categories = tuple(caller.profile.enabled_categories("image"))
 
     # Decoding runs inside the flow, after the quota unit is taken: no pixel is decoded for a
     # caller without quota.
-    outcome = await svc.flow.moderate(
-        caller,
-        kind="image",
-        prepare=lambda: svc.decoder.decode(data, caller.plan.image_max_pixels),
-        score=lambda image: svc.backends.score_image(ImageRequest(frames=image.frames, categories=categories)),
-        threshold=override,
-        reference=form.fields.get("reference"),
-        image_url=_image_url_of(form.fields),
-    )
+    item = svc.image_item(caller, data, reference=form.fields.get("reference"), image_url=_image_url_of(form.fields))
+    [outcome] = await svc.flow.moderate_many(caller, [item], threshold=override)
     image = outcome.prepared
     request.state.log_fields.update(
         format=image.format, width=image.width, height=image.height,
@@ -122,12 +112,7 @@ async def moderate_text(
     check_texts([payload.text for payload in payloads], caller.plan)
     request.state.log_fields.update(text_chars=sum(len(payload.text) for payload in payloads))
 
-    categories = tuple(caller.profile.enabled_categories("text"))
-    items = [
-        Item(kind="text", prepare=ready(TextRequest(text=payload.text, categories=categories)),
-             score=svc.backends.score_text, reference=payload.reference, image_url=payload.image_url)
-        for payload in payloads
-    ]
+    items = [svc.text_item(caller, p.text, reference=p.reference, image_url=p.image_url) for p in payloads]
     outcomes = await svc.flow.moderate_many(caller, items, threshold=override)
     results = [
         TextResult(scores=TextRawScores(unsafe=o.scores["toxic"], safe=1.0 - o.scores["toxic"]), **_result_fields(o))

@@ -132,6 +132,32 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str = Field(description="invalid_request_error, authentication_error, insufficient_quota, ...")
+    param: str | None = None
+    code: str = Field(description="This service's error code (README: Errors), e.g. `model_not_found`.")
+
+
+class OpenAIErrorBody(BaseModel):
+    """Errors of POST /v1/moderations, in OpenAI's shape."""
+
+    error: OpenAIErrorDetail
+
+
+class GoogleErrorDetail(BaseModel):
+    code: int = Field(description="The HTTP status.")
+    message: str
+    status: str = Field(description="Google's status name, e.g. INVALID_ARGUMENT.")
+    details: list[dict] = Field(description="One entry with Perspective's `errorType`, e.g. COMMENT_EMPTY.")
+
+
+class GoogleErrorBody(BaseModel):
+    """Errors of the Perspective routes, in Google's envelope."""
+
+    error: GoogleErrorDetail
+
+
 _REQUEST_ID_HEADER = {
     "X-Request-ID": {"description": "The request's id, as in the logs.", "required": True, "schema": {"type": "string"}}
 }
@@ -155,14 +181,14 @@ _ERROR_WHEN = {
 }
 
 
-def error_responses(*statuses: int) -> dict[int | str, dict]:
-    """FastAPI `responses=` for the error statuses a route can answer, each with the ErrorBody model."""
+def error_responses(*statuses: int, body: type[BaseModel] = ErrorBody) -> dict[int | str, dict]:
+    """FastAPI `responses=` for the error statuses a route can answer, each with the `body` model."""
     out: dict[int | str, dict] = {}
     for status in statuses:
         headers = dict(_REQUEST_ID_HEADER)
         if status in (429, 503):
             headers.update(_RETRY_AFTER_HEADER)
-        out[status] = {"model": ErrorBody, "description": _ERROR_WHEN[status], "headers": headers}
+        out[status] = {"model": body, "description": _ERROR_WHEN[status], "headers": headers}
     return out
 
 

@@ -1,0 +1,120 @@
+"""How this service's categories answer the OpenAI moderation and Perspective APIs (no HTTP here).
+
+OpenAI: each of OpenAI's 13 categories is scored as the highest of its sources; a source is one of our
+categories of one content kind, or two that must both hold (its score is then the lower of the two). A
+category without a source scores 0: no model here backs it (self-harm, sexual/minors, illicit). Only what
+the key's profile enables is scored (so a beta category left off scores 0), and a category is `true`
+only when the request is flagged and one of its sources reached its review threshold in the profile.
+
+Perspective: six attributes have a model behind them; each is served in the languages the text
+model was evaluated in for that category (models/weights/text/model-card.md, "AUC per labelled language").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from policy.types import Profile
+
+# OpenAI category -> sources: (content kind, our categories that must all hold).
+OPENAI_SOURCES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "harassment": (("text", ("toxic",)), ("text", ("insult",))),
+    "harassment/threatening": (("text", ("threat",)),),
+    "hate": (("text", ("identity_attack",)),),
+    "hate/threatening": (("text", ("identity_attack", "threat")),),
+    "illicit": (),
+    "illicit/violent": (),
+    "self-harm": (),
+    "self-harm/intent": (),
+    "self-harm/instructions": (),
+    "sexual": (("text", ("sexual",)), ("image", ("nsfw",))),
+    "sexual/minors": (),
+    "violence": (("text", ("threat",)), ("image", ("violence",))),
+    "violence/graphic": (("image", ("violence",)),),
+}
+OPENAI_MODELS = (
+    "omni-moderation-latest", "omni-moderation-2024-09-26",
+    "text-moderation-latest", "text-moderation-stable", "text-moderation-007",
+)  # fmt: skip
+DEFAULT_OPENAI_MODEL = "omni-moderation-latest"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One moderated part of an OpenAI input: its kind, its scores and the profile's decision on it."""
+
+    kind: str
+    scores: dict[str, float]
+    decision: str
+
+
+def _reached(profile: Profile, category: str, scores: dict[str, float]) -> bool:
+    limits = profile.categories.get(category)
+    return limits is not None and limits.enabled and scores.get(category, 0.0) >= limits.review
+
+
+def openai_result(parts: Iterable[Part], profile: Profile) -> dict:
+    """One entry of OpenAI's `results`: flagged, categories, category_scores, category_applied_input_types."""
+    parts = list(parts)
+    flagged = any(part.decision != "allow" for part in parts)  # monitor mode never flags
+    categories, scores, applied = {}, {}, {}
+    for name, sources in OPENAI_SOURCES.items():
+        score, hit, kinds = 0.0, False, set()
+        for kind, needed in sources:
+            for part in (p for p in parts if p.kind == kind and all(c in p.scores for c in needed)):
+                kinds.add(kind)
+                score = max(score, min(part.scores[c] for c in needed))
+                hit = hit or all(_reached(profile, c, part.scores) for c in needed)
+        categories[name], scores[name], applied[name] = flagged and hit, score, sorted(kinds, reverse=True)
+    return {"flagged": flagged, "categories": categories, "category_scores": scores,
+            "category_applied_input_types": applied}  # fmt: skip
+
+
+# Perspective attribute -> our text category, and the languages it is served in.
+PERSPECTIVE_ATTRIBUTES = {
+    "TOXICITY": "toxic", "INSULT": "insult", "IDENTITY_ATTACK": "identity_attack",
+    "PROFANITY": "profanity", "THREAT": "threat", "SEXUALLY_EXPLICIT": "sexual",
+}  # fmt: skip
+PERSPECTIVE_LANGUAGES = {
+    "TOXICITY": ("ar", "da", "de", "en", "es", "ko", "pt", "tr", "zh"),
+    "INSULT": ("de", "en", "pt"),
+    "IDENTITY_ATTACK": ("de", "en", "ko", "pt"),
+    "PROFANITY": ("de", "en", "ko", "pt"),
+    "THREAT": ("en",),
+    "SEXUALLY_EXPLICIT": ("en",),
+}
+
+
+def language_code(tag: str) -> str:
+    """`en-US`, `EN`, `pt_BR` -> `en`, `en`, `pt` (the primary subtag of an ISO or BCP-47 code)."""
+    return re.split(r"[-_]", tag.strip(), maxsplit=1)[0].lower()
+
+
+def unsupported_attribute(attribute: str, languages: list[str]) -> str | None:
+    """Why `attribute` cannot be scored for `languages` (none given: any language), or None when it can."""
+    if attribute not in PERSPECTIVE_ATTRIBUTES:
+        return f"Attribute {attribute} is not served: no model here backs it."
+    served = PERSPECTIVE_LANGUAGES[attribute]
+    if languages and not any(language_code(tag) in served for tag in languages):
+        return f"Attribute {attribute} does not support request languages: {', '.join(languages)}."
+    return None
+
+
+_SENTENCE = re.compile(r"[^.!?…。！？\n]*(?:[.!?…。！？]+|\n|$)")
+
+
+def sentence_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """(begin, end) character offsets of the sentences of `text`, blanks left out; a sentence longer than
+    `max_chars` is cut into pieces of at most that."""
+    spans = []
+    for match in _SENTENCE.finditer(text):
+        begin, end = match.span()
+        while begin < end and text[begin].isspace():
+            begin += 1
+        while end > begin and text[end - 1].isspace():
+            end -= 1
+        for start in range(begin, end, max_chars):
+            spans.append((start, min(start + max_chars, end)))
+    return spans
