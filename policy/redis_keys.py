@@ -37,6 +37,11 @@ Reports (`ReviewQueue.report`), all expiring:
   mod:reports:day:{YYYY-MM-DD}:{account}  string  reports the account made that UTC day (capped)
   mod:escalations:day:{YYYY-MM-DD}:{account} string  review items its reports created that UTC day (capped);
                                                   both day counters expire a day after their day ends
+
+Feedback (`policy.feedback.FeedbackStore`), expiring:
+  mod:feedback:{account}          list    score suggestions of `comments:suggestscore`, newest first, as JSON
+                                          (`attribute`, `score`, `client_token`, `at`; never the comment's text);
+                                          the newest 10,000 kept; expires 30 days after the last suggestion
 """
 
 from __future__ import annotations
@@ -119,3 +124,7 @@ def reports_on_day(account: str, day: str) -> str:
 
 def escalations_on_day(account: str, day: str) -> str:
     return f"{PREFIX}escalations:day:{day}:{account}"
+
+
+def feedback(account: str) -> str:
+    return f"{PREFIX}feedback:{account}"

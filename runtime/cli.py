@@ -8,6 +8,7 @@
     moderation-admin reviews list --status pending
     moderation-admin reviews decide 17 rejected
     moderation-admin usage acme
+    moderation-admin feedback acme --limit 20
 
 The admin listener's address comes from --url or MODERATION_ADMIN_URL (default http://127.0.0.1:8001),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
@@ -47,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         put.add_argument("--file", type=Path, required=True)
 
     groups.add_parser("usage", help="quota units an account used this month").add_argument("account")
+    feedback = groups.add_parser("feedback", help="score suggestions an account sent (comments:suggestscore)")
+    feedback.add_argument("account")
+    feedback.add_argument("--limit", type=int, default=100)
 
     reviews = groups.add_parser("reviews").add_subparsers(dest="action", required=True)
     listing = reviews.add_parser("list")
@@ -63,6 +67,8 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
     group, action = args.group, getattr(args, "action", None)
     if group == "usage":
         return "GET", f"/admin/v1/accounts/{args.account}/usage", {}
+    if group == "feedback":
+        return "GET", f"/admin/v1/accounts/{args.account}/feedback", {"params": {"limit": args.limit}}
     if group == "keys":
         if action == "create":
             body = {"account": args.account, "profile": args.profile, "plan": args.plan}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from serve_app import routes_admin, routes_openai, routes_public
+from serve_app import routes_admin, routes_openai, routes_perspective, routes_public
 from serve_app.access_log import AccessLogMiddleware
 from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
@@ -32,6 +32,7 @@ def create_app(services: Services) -> FastAPI:
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_public.router)
     app.include_router(routes_openai.router)
+    app.include_router(routes_perspective.router)
 
     def openapi() -> dict:
         if app.openapi_schema is None:

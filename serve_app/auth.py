@@ -22,8 +22,16 @@ def bearer_token(request: Request) -> str | None:
 
 async def authenticated_caller(request: Request) -> Caller:
     """Dependency of every public endpoint: 401 without a live key, 429 past its rate."""
+    return await _caller(request, bearer_token(request))
+
+
+async def key_param_caller(request: Request) -> Caller:
+    """Perspective's way: the key in `?key=` (the access log records the path only), or the Bearer header."""
+    return await _caller(request, request.query_params.get("key") or bearer_token(request))
+
+
+async def _caller(request: Request, secret: str | None) -> Caller:
     svc = services(request)
-    secret = bearer_token(request)
     key = await svc.config.authenticate(secret) if secret else None
     if key is None:
         raise Unauthorized()

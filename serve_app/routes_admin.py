@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from policy.feedback import Suggestion
 from policy.limits import month_of
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
 from serve_app import errors
@@ -49,6 +50,11 @@ class ReviewDecision(BaseModel):
 
 class ReviewList(BaseModel):
     items: list[ReviewItem]
+
+
+class Feedback(BaseModel):
+    account: str
+    items: list[Suggestion]
 
 
 class Usage(BaseModel):
@@ -119,6 +125,13 @@ async def account_usage(account: str, request: Request) -> Usage:
     now = time.time()  # one clock for both, or the two could straddle a month boundary
     used = await services(request).limits.quota_used(account, now)
     return Usage(account=account, month=month_of(now)[0], used=used)
+
+
+@router.get("/accounts/{account}/feedback", response_model=Feedback)
+async def account_feedback(account: str, request: Request, limit: int = 100) -> Feedback:
+    """Score suggestions the account sent to comments:suggestscore, newest first (no comment text)."""
+    items = await services(request).feedback.list(account, limit=min(max(limit, 1), 1000))
+    return Feedback(account=account, items=items)
 
 
 @router.get("/reviews", response_model=ReviewList)

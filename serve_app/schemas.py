@@ -284,11 +284,17 @@ def finish_openapi(document: dict) -> dict:
         "scheme": "bearer",
         "description": "Authorization: Bearer <API key>",
     }
+    document["components"]["securitySchemes"]["queryKey"] = {
+        "type": "apiKey", "in": "query", "name": "key",
+        "description": "?key=<API key> (Perspective's way; proxies may log URLs, prefer the bearer header)",
+    }  # fmt: skip
     for path, operations in document.get("paths", {}).items():
         for operation in operations.values():
             operation.get("responses", {}).pop("422", None)
             if path.startswith("/v1/"):
                 operation["security"] = [{"apiKey": []}]
+            elif path.startswith("/v1alpha1/"):  # Perspective's way, or the bearer key
+                operation["security"] = [{"queryKey": []}, {"apiKey": []}]
     schemas = document["components"].get("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)

@@ -10,6 +10,7 @@ from models.image_limits import ImageDecoder
 from models.text_scoring import TextRequest
 from moderation.backends import ModelBackends
 from moderation.flow import Caller, Item, ModerationFlow, ready
+from policy.feedback import FeedbackStore
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
@@ -25,6 +26,7 @@ class Services:
     flow: ModerationFlow
     decoder: ImageDecoder
     time_limits: TimeLimits = TimeLimits()
+    feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
 
     def text_item(self, caller: Caller, text: str, categories: tuple[str, ...] = (), **where: str | None) -> Item:
         """A text for the flow, scored for the profile's categories and `categories`; `where`: reference, image_url."""
@@ -70,6 +72,7 @@ class Services:
             backends=backends,
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
             decoder=ImageDecoder(),
+            feedback=FeedbackStore(redis),
             time_limits=TimeLimits(
                 body_idle_timeout_s=body_idle_timeout_s,
                 body_timeout_s=body_timeout_s,

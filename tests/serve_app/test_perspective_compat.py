@@ -1,0 +1,173 @@
+"""The Perspective-compatible API through the app: analyze (shape, attributes, languages, spans, thresholds,
+errors in Google's envelope), suggestscore (recorded per account, never the text), the discovery document, and
+googleapiclient built from it against the in-process app (tests/e2e/test_compat_clients.py: through Ray)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from support.api import TEST_THRESHOLDS
+
+ANALYZE = "/v1alpha1/comments:analyze"
+SUGGEST = "/v1alpha1/comments:suggestscore"
+
+
+def secret(headers: dict) -> str:
+    return headers["Authorization"].split()[1]
+
+
+def analyze(api, key, text="you are lovely", attributes=None, **fields):
+    body = {"comment": {"text": text}, "requestedAttributes": attributes or {"TOXICITY": {}}, **fields}
+    return api.client.post(ANALYZE, params={"key": secret(key)}, json=body)
+
+
+def usage(api, account="acme") -> int:
+    return api.client.get(f"/admin/v1/accounts/{account}/usage", headers=api.admin).json()["used"]
+
+
+def assert_google_error(response, status: int, error_type: str, google_status: str = "INVALID_ARGUMENT") -> str:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["status"]) == (status, google_status)
+    assert error["details"][0]["errorType"] == error_type
+    return error["message"]
+
+
+def test_analyze_answers_perspectives_shape(api, key, backends):
+    backends.toxic = 0.7
+    body = analyze(api, key, clientToken="t-1", languages=["en-US"], doNotStore=True).json()
+    assert body == {"attributeScores": {"TOXICITY": {"summaryScore": {"value": pytest.approx(0.7), "type": "PROBABILITY"}}},
+                    "languages": ["en"], "clientToken": "t-1"}  # fmt: skip
+    assert usage(api) == 1
+
+
+def test_the_bearer_header_works_too_and_no_key_is_401_in_googles_envelope(api, key):
+    ok = api.client.post(ANALYZE, headers=key, json={"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}})
+    assert ok.status_code == 200
+    assert_google_error(api.client.post(ANALYZE, json={}), 401, "UNAUTHORIZED", "UNAUTHENTICATED")
+
+
+def test_each_attribute_maps_to_its_category_whatever_the_profile(api, key, backends):
+    backends.text_scores.update(insult=0.1, identity_attack=0.2, profanity=0.3, threat=0.4, sexual=0.5)
+    names = ["INSULT", "IDENTITY_ATTACK", "PROFANITY", "THREAT", "SEXUALLY_EXPLICIT"]
+    scores = analyze(api, key, attributes={n: {} for n in names}).json()["attributeScores"]
+    assert {n: scores[n]["summaryScore"]["value"] for n in names} == pytest.approx(dict(zip(names, [0.1, 0.2, 0.3, 0.4, 0.5])))
+    # requested categories are scored even when the profile leaves them off; the decision still follows the profile
+    assert set(backends.text_requests[-1].categories) >= {"toxic", "threat", "sexual"}
+
+
+def test_severe_toxicity_has_no_model_and_is_refused_unless_dropped(api, key, backends):
+    message = assert_google_error(analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}), 400,
+                                  "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")  # fmt: skip
+    assert "SEVERE_TOXICITY" in message and usage(api) == 0
+    body = analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}, dropUnsupportedAttributes=True).json()
+    assert set(body["attributeScores"]) == {"TOXICITY"}
+
+
+def test_a_language_the_attribute_was_not_evaluated_in_is_refused(api, key):
+    assert_google_error(analyze(api, key, attributes={"THREAT": {}}, languages=["de"]), 400,
+                        "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")  # fmt: skip
+    assert analyze(api, key, attributes={"TOXICITY": {}}, languages=["ko"]).status_code == 200
+
+
+def test_score_threshold_leaves_out_lower_scores(api, key, backends):
+    backends.toxic = 0.3
+    body = analyze(api, key, attributes={"TOXICITY": {"scoreThreshold": 0.5}}).json()
+    assert body["attributeScores"] == {}
+
+
+def test_span_annotations_score_each_sentence(api, key, backends):
+    text = "Hello there. You are awful!"
+    body = analyze(api, key, text, spanAnnotations=True).json()
+    spans = body["attributeScores"]["TOXICITY"]["spanScores"]
+    assert [(s["begin"], s["end"]) for s in spans] == [(0, 12), (13, 27)]
+    assert all(s["score"]["type"] == "PROBABILITY" for s in spans)
+    assert sorted(backends.text_calls) == sorted([text, "Hello there.", "You are awful!"]) and usage(api) == 1
+
+
+def test_analyze_decides_and_queues_by_the_profile(api, key, backends):
+    backends.toxic = 0.6  # review band
+    analyze(api, key)
+    pending = api.client.get("/admin/v1/reviews", params={"account": "acme"}, headers=api.admin).json()["items"]
+    assert [i["kind"] for i in pending] == ["text"]
+
+
+@pytest.mark.parametrize(
+    ("body", "error_type"),
+    [({"comment": {"text": ""}, "requestedAttributes": {"TOXICITY": {}}}, "COMMENT_EMPTY"),
+     ({"comment": {"text": "  \n"}, "requestedAttributes": {"TOXICITY": {}}}, "COMMENT_EMPTY"),
+     ({"comment": {}, "requestedAttributes": {"TOXICITY": {}}}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}}, "INVALID_REQUEST"), ({"comment": {"text": "x"}, "requestedAttributes": {}}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {"scoreThreshold": 2}}}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {"scoreType": "RAW"}}}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}, "languages": "en"}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}, "requestedAttributes": {"FLIRTATION": {}}}, "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")],
+)  # fmt: skip
+def test_bad_requests_answer_perspectives_error_types(api, key, body, error_type):
+    assert_google_error(api.client.post(ANALYZE, params={"key": secret(key)}, json=body), 400, error_type)
+    assert usage(api) == 0
+
+
+def test_a_comment_over_the_plan_is_comment_too_long(api):
+    api.put_plan("short", scope="both", monthly_quota=100, rate_per_second=50, burst=50, text_max_chars=10)
+    assert_google_error(analyze(api, api.new_key(plan="short"), "x" * 11), 413, "COMMENT_TOO_LONG")
+
+
+def test_suggestscore_is_recorded_per_account_without_the_text(api, key):
+    body = {"comment": {"text": "secret comment body"}, "clientToken": "coral-42", "languages": ["en"],
+            "attributeScores": {"TOXICITY": {"summaryScore": {"value": 1}}, "INSULT": {"summaryScore": {"value": 0}}}}
+    response = api.client.post(SUGGEST, params={"key": secret(key)}, json=body)
+    assert response.json() == {"clientToken": "coral-42", "requestedLanguages": ["en"]}
+    feedback = api.client.get("/admin/v1/accounts/acme/feedback", headers=api.admin).json()
+    assert sorted((i["attribute"], i["score"], i["client_token"]) for i in feedback["items"]) == [
+        ("INSULT", 0.0, "coral-42"), ("TOXICITY", 1.0, "coral-42")]
+    assert "secret comment body" not in json.dumps(feedback) and usage(api) == 0
+    assert api.client.get("/admin/v1/accounts/other/feedback", headers=api.admin).json()["items"] == []
+
+
+@pytest.mark.parametrize("scores", [None, {}, {"TOXICITY": 0.5}, {"TOXICITY": {"summaryScore": {"value": 2}}},
+                                    {"T" * 65: {"summaryScore": {"value": 0.5}}}])
+def test_malformed_suggestions_are_invalid_request(api, key, scores):
+    response = api.client.post(SUGGEST, params={"key": secret(key)}, json={"attributeScores": scores})
+    assert_google_error(response, 400, "INVALID_REQUEST")
+
+
+def test_the_key_in_the_query_never_reaches_the_access_log(api, key, caplog):
+    with caplog.at_level(logging.DEBUG):
+        analyze(api, key)
+    # The test's own HTTP client logs the URL it calls (as a proxy would: see docs/compat-clients.md); the server not.
+    server = [r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
+    assert any("comments:analyze" in line for line in server)
+    assert not any(secret(key) in line for line in server)
+
+
+def test_the_discovery_document_points_at_this_service(api):
+    document = api.client.get("/$discovery/rest", params={"version": "v1alpha1"}).json()
+    assert (document["name"], document["version"], document["rootUrl"]) == ("commentanalyzer", "v1alpha1", "http://testserver/")
+    assert api.client.get("/$discovery/rest", params={"version": "v9"}).status_code == 404
+
+
+def test_googleapiclient_builds_from_the_discovery_document_and_calls_both_methods(api, key, backends):
+    from googleapiclient import discovery, errors
+
+    class Through:  # httplib2's interface over the in-process app
+        def request(self, uri, method="GET", body=None, headers=None, **_):
+            import httplib2
+
+            response = api.client.request(method, uri, content=body, headers=headers)
+            return httplib2.Response({"status": response.status_code, **response.headers}), response.content
+
+    backends.toxic = 0.8
+    service = discovery.build("commentanalyzer", "v1alpha1", http=Through(), developerKey=secret(key),
+                              discoveryServiceUrl="http://testserver/$discovery/rest?version=v1alpha1",
+                              static_discovery=False)  # fmt: skip
+    body = {"comment": {"text": "you idiot"}, "requestedAttributes": {"TOXICITY": {}}}
+    assert service.comments().analyze(body=body).execute()["attributeScores"]["TOXICITY"]["summaryScore"]["value"] == \
+        pytest.approx(0.8)
+    suggestion = {"comment": {"text": "x"}, "attributeScores": {"TOXICITY": {"summaryScore": {"value": 0.0}}}}
+    assert service.comments().suggestscore(body=suggestion).execute() == {"requestedLanguages": []}
+    with pytest.raises(errors.HttpError) as refused:
+        service.comments().analyze(body={"comment": {"text": ""}, "requestedAttributes": {"TOXICITY": {}}}).execute()
+    assert refused.value.status_code == 400 and refused.value.error_details[0]["errorType"] == "COMMENT_EMPTY"
