@@ -37,6 +37,7 @@ def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool, metri
     import ray
 
     use_token_auth(data_dir)
+    bind_to_loopback()
     # address="local": always a new instance of our own, never one that another program started on this machine.
     ray.init(
         address="local",
@@ -46,6 +47,20 @@ def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool, metri
         _node_ip_address=LOOPBACK,
         _metrics_export_port=metrics_port,
     )
+
+
+def bind_to_loopback() -> None:
+    """Every Ray process of this instance listens on 127.0.0.1 only.
+
+    On Linux, ray.init() turns a node address of 127.0.0.1 into the machine's address so that other nodes can
+    reach it, and the GCS and raylets then listen there. Ray keeps loopback only where multi-node clusters are off,
+    which this variable (named for the platforms where that is the default) switches for this process and its
+    children; the constant is set too in case ray was imported before. A single-machine service needs no peers.
+    """
+    import ray._private.ray_constants as ray_constants
+
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def use_token_auth(data_dir: Path) -> None:

@@ -35,7 +35,10 @@ def _gcs_address() -> str:
 def _driver(address: str, tmp_path: Path, **auth: str) -> tuple[subprocess.CompletedProcess, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     # A HOME of its own, so no token lying in ~/.ray can be picked up by accident.
-    env.update(HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token", **auth)
+    # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: the driver keeps 127.0.0.1 as its node address, as the head does
+    # (runtime/ray_cluster.py); without it, it would look for a raylet on the machine's address and wait.
+    env.update(HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
+               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", **auth)
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", JOIN, address], env=env, capture_output=True, text=True, timeout=JOIN_BOUND_S + 30
@@ -54,12 +57,6 @@ def _listening_hosts(port: int) -> set[str]:
     return hosts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FOUND (issue 9): Ray 2.60 reports the GCS at the machine's address (e.g. 192.0.2.2) and its "
-    "gcs_server listens there although ray.init(_node_ip_address='127.0.0.1'); token auth still guards it. "
-    "Remove this marker once runtime/ray_cluster.py binds the head to loopback.",
-)
 def test_the_head_binds_loopback(serve_graph):
     host, _, port = _gcs_address().rpartition(":")
     assert _listening_hosts(int(port)) <= {"127.0.0.1"}, _listening_hosts(int(port))
