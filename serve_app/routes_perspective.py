@@ -82,9 +82,7 @@ class SpannedScores:
     "/v1alpha1/comments:analyze", response_model=AnalyzeCommentResponse, response_model_exclude_none=True,
     openapi_extra=_body_schema("AnalyzeCommentRequest"), responses=ERRORS,
 )
-async def analyze(
-    request: Request, caller: Caller = Depends(key_param_caller)
-) -> AnalyzeCommentResponse:
+async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) -> AnalyzeCommentResponse:
     svc, plan = services(request), caller.plan
     require_scope(plan, "text")
     too_long = TextTooLong(f"Comment text is above the plan's limit of {plan.text_max_chars} characters.")
@@ -130,9 +128,7 @@ async def analyze(
     "/v1alpha1/comments:suggestscore", response_model=SuggestCommentScoreResponse, response_model_exclude_none=True,
     openapi_extra=_body_schema("SuggestCommentScoreRequest"), responses=ERRORS,
 )
-async def suggest_score(
-    request: Request, caller: Caller = Depends(key_param_caller)
-) -> SuggestCommentScoreResponse:
+async def suggest_score(request: Request, caller: Caller = Depends(key_param_caller)) -> SuggestCommentScoreResponse:
     """Recorded per account as feedback (attribute, score, client token, time; never the text); no quota unit."""
     svc = services(request)
     limit = json_bytes_for(caller.plan.text_max_chars)
