@@ -3,14 +3,24 @@
 The admin token stays in this process: the Ray replicas never see it (nothing secret in
 their runtime_env), and the admin API is never on the public port. The default address
 is loopback only; `MODERATION_ADMIN_HOST` opens it wider on purpose.
+
+Where the graph runs without `make serve` (`serve run`, a KubeRay cluster), run the admin
+API on its own against the same store: `REDIS_URL=... MODERATION_ADMIN_TOKEN=...
+python -m runtime.admin_server` seeds plans and profiles, creates and prints the first key
+if the store has none, and serves until Ctrl-C.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import threading
 import time
 
 import uvicorn
+
+from runtime.bootstrap import prepare_store
+from runtime.settings import get_settings
 
 from serve_app.app import create_admin_app
 from serve_app.services import Services
@@ -36,3 +46,28 @@ class AdminServer:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+
+
+def main() -> int:
+    settings = get_settings()
+    if not settings.redis_url or not settings.admin_token:
+        print("REDIS_URL and MODERATION_ADMIN_TOKEN must be set.", file=sys.stderr)
+        return 2
+    first_key = asyncio.run(prepare_store(settings, settings.redis_url))
+    if first_key:
+        print(f"First start: created an API key; it is shown only this once:\n\n    {first_key}\n", flush=True)
+    server = AdminServer(
+        redis_url=settings.redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port
+    )
+    print(f"Admin API at {server.start()}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

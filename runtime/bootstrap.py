@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from redis.asyncio import Redis
+
 from policy.store import ConfigStore
 from policy.types import Plan, Profile
 
@@ -31,3 +33,17 @@ async def create_first_key(config: ConfigStore, *, plan: str, profile: str) -> s
         return None
     _, secret = await config.create_key("default", profile, plan)
     return secret
+
+
+async def prepare_store(settings, redis_url: str) -> str | None:
+    """Seed the store and create the first key if it has none: the secret of that key, else None.
+
+    `settings` is a runtime.settings.Settings (config_dir, default_plan, default_profile).
+    """
+    redis = Redis.from_url(redis_url, decode_responses=True)
+    try:
+        config = ConfigStore(redis)
+        await seed_config(config, settings.config_dir)
+        return await create_first_key(config, plan=settings.default_plan, profile=settings.default_profile)
+    finally:
+        await redis.aclose()

@@ -16,28 +16,13 @@ import os
 import signal
 import threading
 
-from redis.asyncio import Redis
-
-from policy.store import ConfigStore
 from runtime.admin_server import AdminServer
-from runtime.bootstrap import create_first_key, seed_config
+from runtime.bootstrap import prepare_store
 from runtime.embedded_store import EmbeddedStore
 from runtime.ray_cluster import replica_env, start_local_ray
-from runtime.settings import Settings, get_settings
+from runtime.settings import get_settings
 
 log = logging.getLogger("moderation.run")
-
-
-async def _prepare_store(settings: Settings, redis_url: str) -> str | None:
-    redis = Redis.from_url(redis_url, decode_responses=True)
-    try:
-        config = ConfigStore(redis)
-        await seed_config(config, settings.config_dir)
-        return await create_first_key(
-            config, plan=settings.default_plan, profile=settings.default_profile
-        )
-    finally:
-        await redis.aclose()
 
 
 def _stop_on_signals() -> None:
@@ -75,7 +60,7 @@ def main() -> None:
     from runtime.deploy import deploy, read_serve_config, wait_until_running
 
     try:
-        first_key = asyncio.run(_prepare_store(settings, redis_url))
+        first_key = asyncio.run(prepare_store(settings, redis_url))
         start_local_ray(
             settings.data_dir, num_cpus=os.cpu_count(), log_to_driver=True, metrics_port=settings.metrics_port
         )

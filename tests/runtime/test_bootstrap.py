@@ -37,3 +37,14 @@ async def test_default_plan_has_the_design_limits(redis_client):
     plan = await store.get_plan("default")
     assert (plan.image_max_bytes, plan.image_max_pixels, plan.text_max_chars) == (10 * 1024 * 1024, 40_000_000, 20_000)
     assert (await store.get_profile("default")).report_threshold == 3
+
+
+async def test_prepare_store_seeds_and_creates_the_first_key_once(redis_url, redis_client):
+    from types import SimpleNamespace
+
+    from runtime.bootstrap import prepare_store
+
+    settings = SimpleNamespace(config_dir=CONFIG_DIR, default_plan="default", default_profile="default")
+    first = await prepare_store(settings, redis_url)
+    assert first and await ConfigStore(redis_client).authenticate(first) is not None
+    assert await prepare_store(settings, redis_url) is None
