@@ -39,6 +39,7 @@ def write(results: Results, path: Path = PNG_PATH) -> None:
         bottom.set_yscale("log")
         for axis in (top, bottom):
             axis.set_xscale("log", base=2)
+            axis.set_xticks(list(results.plan.concurrency), [str(c) for c in results.plan.concurrency])
             axis.set_xlabel("concurrent clients")
             axis.grid(True, alpha=0.3)
         top.set_ylim(bottom=0)

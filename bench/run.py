@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -29,6 +30,8 @@ from runtime.local_graph import local_graph
 from runtime.settings import PROJECT_ROOT, get_settings
 
 RAY_CPUS = 2
+# Every run's measurements, so that the page and plot can be written again (`--render`) without measuring again.
+RESULTS_PATH = Path(tempfile.gettempdir()) / "moderation-bench-results.pickle"
 # Each lever: environment variables for the whole Ray instance (controller, proxy, replicas), on a graph of its own.
 LEVERS = {
     "throughput_optimized": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
@@ -42,9 +45,9 @@ class Plan:
     concurrency: tuple[int, ...] = (1, 8, 16, 32, 64)
     lever_concurrency: tuple[int, ...] = (1, 16)
     min_requests: int = 100  # per point; at least 4 per client
-    max_point_s: float = 6.0
+    max_point_s: float = 5.0
     settle_min_s: float | None = None  # None: the longest upscale_delay_s in serve_config.yaml + 10 s
-    settle_max_s: float = 60.0
+    settle_max_s: float = 45.0
     warm_round_s: float = 4.0
     limit_s: float = 4.0
     hop_calls: int = 40
@@ -68,6 +71,7 @@ class Column:
     processes: int = 0
     sockets: list[str] = field(default_factory=list)
     load_cpu_s: float = 0.0
+    plain_beside: dict[str, list[Point]] = field(default_factory=dict)  # a lever's: the plain app measured beside it
 
 
 def serve_config() -> dict:
@@ -102,11 +106,11 @@ def workloads_of(plan: Plan) -> dict[str, Workload]:
     return {name: every[name] for name in plan.workloads}
 
 
-def accepted(base_url: str, keys: dict, workloads: dict[str, Workload], skipped: list[str]) -> dict[str, Workload]:
+def accepted(target: "Target", workloads: dict[str, Workload], skipped: list[str]) -> dict[str, Workload]:
     """The workloads the service answers 2xx (batch text is skipped while the endpoint refuses `texts`)."""
     kept = {}
     for name, workload in workloads.items():
-        status = status_of(base_url, keys[workload.profile][0], workload)
+        status = status_of(target.base_url, target.keys[workload.profile][0], workload)
         if status < 300:
             kept[name] = workload
         else:
@@ -114,34 +118,49 @@ def accepted(base_url: str, keys: dict, workloads: dict[str, Workload], skipped:
     return kept
 
 
-def measure_points(base_url: str, keys: dict, workloads: dict[str, Workload], plan: Plan,
-                   concurrency: tuple[int, ...]) -> dict[str, list[Point]]:
-    points = {}
-    for name, workload in workloads.items():
-        points[name] = [
-            run_point(base_url, keys[workload.profile], workload, c, point_budget(c, plan.min_requests),
-                      plan.max_point_s)
-            for c in concurrency
-        ]
-        print(f"  {name}: " + ", ".join(f"c={p.concurrency} {p.rps:.1f}/s p50 {p.p50_s * 1000:.1f} ms"
-                                        f"{f' ({p.errors} errors {p.statuses})' if p.errors else ''}"
-                                        for p in points[name]), flush=True)
+@dataclass(frozen=True)
+class Target:
+    """A running service the load generator drives: its URL and API keys by profile."""
+
+    base_url: str
+    keys: dict[str, list[dict[str, str]]]
+
+
+def side_by_side(targets: dict[str, Target], workloads: dict[str, Workload], plan: Plan,
+                 concurrency: tuple[int, ...]) -> dict[str, dict[str, list[Point]]]:
+    """Point by point, every service in turn at the same concurrency on the same workload, so that all of them see
+    the same background load of this shared machine (the others stay up, idle, meanwhile)."""
+    points: dict[str, dict[str, list[Point]]] = {name: {} for name in targets}
+    for workload_name, workload in workloads.items():
+        for clients in concurrency:
+            budget = point_budget(clients, plan.min_requests)
+            for name, target in targets.items():
+                point = run_point(target.base_url, target.keys[workload.profile], workload, clients, budget,
+                                  plan.max_point_s)
+                points[name].setdefault(workload_name, []).append(point)
+        for name in targets:
+            print(f"  {name} {workload_name}: " + ", ".join(
+                f"c={p.concurrency} {p.rps:.1f}/s p50 {p.p50_s * 1000:.1f} ms"
+                + (f" ({p.errors} failed {p.statuses})" if p.errors else "") for p in points[name][workload_name]),
+                flush=True)
     return points
 
 
-def warm_rounds(base_url: str, keys: dict, workloads: dict[str, Workload], plan: Plan):
+def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan):
     names = list(workloads)
 
     def warm(index: int) -> None:
         workload = workloads[names[index % len(names)]]
-        run_point(base_url, keys[workload.profile], workload, 16, 1_000_000, plan.warm_round_s)
+        run_point(target.base_url, target.keys[workload.profile], workload, 16, 1_000_000, plan.warm_round_s)
 
     return warm
 
 
 def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env: dict[str, str],
-                  concurrency: tuple[int, ...], skipped: list[str], with_hops: bool) -> tuple[Column, dict]:
-    """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers)."""
+                  concurrency: tuple[int, ...], plain: Target, plain_pids: set[int],
+                  with_hops: bool) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+    """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers), measured side by
+    side with the plain app. Returns the graph's column, the plain app's points beside it, and the hop timings."""
     # RAY_ADDRESS=local: a Ray instance of its own, never one that `ray start` left on this machine (ray.init()
     # without an address joins the one in /tmp/ray/ray_current_cluster).
     ray_env = {"RAY_ADDRESS": "local", **env}
@@ -150,19 +169,19 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
     column, hops = Column(), {}
     try:
         with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS) as graph:
-            keys = service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()})
-            workloads = accepted(graph.base_url, keys, workloads, skipped)
-            column.settle = service.settle(warm_rounds(graph.base_url, keys, workloads, plan),
+            target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
+            column.settle = service.settle(warm_rounds(target, workloads, plan),
                                            min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
-            column.memory_pss_mib, column.processes = _memory()
+            column.memory_pss_mib, column.processes = _memory(exclude=plain_pids)
             metrics_url = service.metrics_url()
             before, cpu = service.scrape(metrics_url), time.process_time()
-            column.points = measure_points(graph.base_url, keys, workloads, plan, concurrency)
+            points = side_by_side({"graph": target, "plain": plain}, workloads, plan, concurrency)
+            column.points = points["graph"]
             column.load_cpu_s = time.process_time() - cpu
             column.replicas_after = service.replica_counts()
             time.sleep(plan.metrics_wait_s)
             column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
-            column.sockets = service.listening_sockets(set(descendants()))
+            column.sockets = service.listening_sockets(set(descendants()) - plain_pids)
             if with_hops:
                 hops = service.hop_seconds(photo_jpegs()[1], TEXTS[3], get_settings().config_dir, plan.hop_calls)
     finally:
@@ -171,26 +190,11 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    return column, hops
+    return column, points["plain"], hops
 
 
-def measure_plain(workdir: Path, plan: Plan, workloads: dict[str, Workload], versions: dict[str, str],
-                  env: dict[str, str]) -> Column:
-    column = Column()
-    with plain_app(workdir, admin_token=service.ADMIN_TOKEN, versions=versions, env=env) as app:
-        keys = service.bench_keys(app.admin_url, {w.profile for w in workloads.values()})
-        for index in range(len(workloads)):  # a round per workload: first-call allocations, caches
-            warm_rounds(app.base_url, keys, workloads, replace(plan, warm_round_s=min(plan.warm_round_s, 2.0)))(index)
-        column.memory_pss_mib, column.processes = _memory()
-        cpu = time.process_time()
-        column.points = measure_points(app.base_url, keys, workloads, plan, plan.concurrency)
-        column.load_cpu_s = time.process_time() - cpu
-        column.sockets = service.listening_sockets(set(descendants()))
-    return column
-
-
-def _memory() -> tuple[float, int]:
-    processes = memory_of_descendants()
+def _memory(exclude: set[int] = frozenset()) -> tuple[float, int]:
+    processes = [p for p in memory_of_descendants() if p.pid not in exclude]
     return sum(p.pss_mib for p in processes), len(processes)
 
 
@@ -200,7 +204,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
                         help=f"comma-separated, of {', '.join(LEVERS)}, or 'none' "
                              "(default: throughput_optimized; none with --quick)")
+    parser.add_argument("--render", type=Path, metavar="PICKLE",
+                        help=f"write the page and plot again from a saved run (every run saves to {RESULTS_PATH})")
     args = parser.parse_args(argv)
+    if args.render:
+        finish(pickle.loads(args.render.read_bytes()))
+        return
     plan = QUICK if args.quick else FULL
     levers = args.levers if args.levers is not None else ("none" if args.quick else "throughput_optimized")
     levers = [] if levers == "none" else [lever.strip() for lever in levers.split(",") if lever.strip()]
@@ -220,22 +229,37 @@ def main(argv: list[str] | None = None) -> None:
     results.limit_one = limit.measure(1, limit_workloads, versions, env, plan.limit_s)
     results.limit = limit.measure(results.cores, limit_workloads, versions, env, plan.limit_s)
     results.decode_s = limit.decode_seconds()
-    with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
-        print("graph (serve_config.yaml) ...", flush=True)
-        results.columns["graph"], results.hops = measure_graph(
-            Path(workdir) / "graph", plan, workloads, {}, plan.concurrency, results.skipped, with_hops=True)
-        workloads = {name: workloads[name] for name in results.columns["graph"].points}
-        print("plain app (one uvicorn worker, models in-process) ...", flush=True)
-        results.columns["plain"] = measure_plain(Path(workdir) / "plain", plan, workloads, versions, env)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-") as workdir,
+        plain_app(Path(workdir) / "plain", admin_token=service.ADMIN_TOKEN, versions=versions, env=env) as app,
+    ):
+        print("plain app (one uvicorn worker, models in-process): up; the graph next, then both side by side ...",
+              flush=True)
+        plain = Target(app.base_url, service.bench_keys(app.admin_url, {w.profile for w in workloads.values()}))
+        workloads = accepted(plain, workloads, results.skipped)
+        for index in range(len(workloads)):  # a round per workload: first-call allocations, caches
+            warm_rounds(plain, workloads, replace(plan, warm_round_s=min(plan.warm_round_s, 2.0)))(index)
+        plain_pids = set(descendants())  # the plain app and its store (the raw limit's processes have exited)
+        results.columns["plain"] = Column(sockets=service.listening_sockets(plain_pids))
+        results.columns["plain"].memory_pss_mib, results.columns["plain"].processes = _memory()
+        results.columns["graph"], results.columns["plain"].points, results.hops = measure_graph(
+            Path(workdir) / "graph", plan, workloads, {}, plan.concurrency, plain, plain_pids, with_hops=True)
         for lever in levers:
-            print(f"graph with lever {lever} ...", flush=True)
+            print(f"graph with lever {lever}, side by side with the plain app ...", flush=True)
             try:
-                results.columns[lever], _ = measure_graph(
-                    Path(workdir) / lever, plan, workloads, LEVERS[lever], plan.lever_concurrency, [], with_hops=False)
+                column, beside, _ = measure_graph(Path(workdir) / lever, plan, workloads, LEVERS[lever],
+                                                  plan.lever_concurrency, plain, plain_pids, with_hops=False)
+                column.plain_beside = beside
+                results.columns[lever] = column
             except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark
                 results.lever_failures[lever] = f"{type(error).__name__}: {error}"[:500]
     results.load_after = report.load_average()
     results.started, results.duration_s = started, time.perf_counter() - start
+    RESULTS_PATH.write_bytes(pickle.dumps(results))
+    finish(results)
+
+
+def finish(results: report.Results) -> None:
     plot.write(results)
     document = report.document(results)
     report.write_document(document)
