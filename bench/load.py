@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import httpx
 
 REQUEST_TIMEOUT_S = 120
+TRANSPORT_ERROR = 0  # the "status" of a request that got no HTTP answer (connection reset, timeout)
 
 
 @dataclass(frozen=True)
@@ -87,12 +88,18 @@ async def _run_point(base_url, keys, workload, concurrency, max_requests, max_s)
             headers = keys[index % len(keys)]
             try:
                 await http.post(workload.path, headers=headers, **bodies[index % len(bodies)])  # connection warm-up
+            except httpx.HTTPError:
+                pass  # the measured requests will tell
             finally:
                 warmed.put_nowait(index)
             await started.wait()
             while (number := next(numbers)) < max_requests and time.perf_counter() < deadline[0]:
                 start = time.perf_counter()
-                response = await http.post(workload.path, headers=headers, **bodies[number % len(bodies)])
+                try:
+                    response = await http.post(workload.path, headers=headers, **bodies[number % len(bodies)])
+                except httpx.HTTPError:  # connection reset or timed out: a failure, not the end of the benchmark
+                    failures.append(TRANSPORT_ERROR)
+                    continue
                 if response.status_code < 300:
                     latencies.append(time.perf_counter() - start)
                 else:
