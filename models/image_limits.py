@@ -25,9 +25,12 @@ from models.image_decoding import DecodedImage, DecodeTimeout, decode_image
 # One decode per core of the 2-core reference box: a third would only queue for a core and hold its memory
 # (a 40 MP frame is 120-160 MB while it is converted).
 DECODE_WORKERS = 2
-# Decodes that may wait for a worker. A typical upload decodes in 10-25 ms, so 8 waiting is ~0.1 s of queue;
-# a longer queue only delays the 503 that overload ends in anyway.
-DECODE_MAX_WAITING = 8
+# Decodes that may wait for a worker: as many as the ingress replica takes requests (max_ongoing_requests 64,
+# minus the 2 running), so the decoder never refuses before Serve's own limits do; the deadline below sheds a
+# queue that does not drain. With 8 (the first choice) twelve concurrent uploads on a busy 2-core machine already
+# got 503s. A typical upload decodes in 10-25 ms, so a full queue is under a second of work; the bytes it holds
+# are held by the waiting requests anyway.
+DECODE_MAX_WAITING = 62
 # The bounded worst cases measured (two frames of a 40 MP screen; one 40 MP progressive JPEG or WebP frame) take
 # 0.5-1.6 s on one core; 3 s leaves room for a busy shared box, far below the 30 s a request may take end to end.
 DECODE_DEADLINE_S = 3.0

@@ -37,7 +37,9 @@ def swap_entry(serve_graph) -> dict:
         "version": SWAP_VERSION,
         "loader": "transformers_text",
         "weights": str(tiny_bert(serve_graph["workdir"] / "tiny-bert")),
-        "options": {"labels": {"toxic": ["toxic"]}},
+        # A new text model must score every text category the profiles enable (the default profile: toxic,
+        # insult, identity_attack), or those requests are refused with 503 rather than decided without it.
+        "options": {"labels": {"toxic": ["toxic"], "insult": ["toxic"], "identity_attack": ["toxic"]}},
     }
 
 
