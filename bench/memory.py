@@ -21,13 +21,6 @@ class ProcessMemory:
     pss_mib: float
 
 
-def rss_mib(pid: int | str = "self") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / KIB_PER_MIB
-    return 0.0
-
-
 def process_memory(pid: int) -> ProcessMemory:
     fields = {}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:

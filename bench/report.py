@@ -249,7 +249,6 @@ def observed(results: Results) -> list[str]:
 
 
 def document(results: Results) -> str:
-    plan = results.plan
     started = results.started.astimezone(timezone.utc) if results.started else datetime.now(timezone.utc)
     return "\n".join([
         "# Benchmarks",
