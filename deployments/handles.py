@@ -27,10 +27,13 @@ class ServeBackends:
     async def score_text(self, request: TextRequest) -> TextScores:
         return await _unless_full(self._text.score.remote(request), "text")
 
-    async def decide(
-        self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
-    ) -> Decision:
-        return await _unless_full(self._policy.decide.remote(scores, profile, kind, threshold), "policy")
+    async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
+        return await _unless_full(self._text.score_many.remote(requests), "text")
+
+    async def decide_many(
+        self, items: list[tuple[dict[str, float], ContentKind]], profile: Profile, threshold: float | None
+    ) -> list[Decision]:
+        return await _unless_full(self._policy.decide_many.remote(items, profile, threshold), "policy")
 
     async def model_versions(self) -> dict[str, str]:
         image, text, _ = await asyncio.gather(

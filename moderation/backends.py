@@ -20,11 +20,19 @@ if TYPE_CHECKING:  # the image types pull Pillow; the ingress imports them lazil
 class ModelBackends(Protocol):
     async def score_image(self, request: ImageRequest) -> ImageScores: ...
 
-    async def score_text(self, request: TextRequest) -> TextScores: ...
+    async def score_text(self, request: TextRequest) -> TextScores:
+        """One text; under Ray, batched with other requests' texts (@serve.batch)."""
+        ...
 
-    async def decide(
-        self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
-    ) -> Decision: ...
+    async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
+        """The texts of one request, in one model call (a batch request never floods the model's queue)."""
+        ...
+
+    async def decide_many(
+        self, items: list[tuple[dict[str, float], ContentKind]], profile: Profile, threshold: float | None
+    ) -> list[Decision]:
+        """A decision per (scores, kind), in one call: one Policy hop per request, however many items."""
+        ...
 
     async def model_versions(self) -> dict[str, str]:
         """The loaded model versions; raises when a model is not ready."""

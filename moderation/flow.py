@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from models.text_scoring import TextRequest, TextScores
 from moderation.backends import ModelBackends
 from moderation.errors import (
     InvalidBatch, InvalidThreshold, ModelUnavailable, ModerationError, QuotaExceeded, ScopeNotCovered, TextTooLong,
@@ -122,6 +123,32 @@ def check_texts(texts: Sequence[str], plan: Plan) -> None:
         raise TextTooLong(f"The batch is above {BATCH_TEXT_LIMITS * plan.text_max_chars} characters in all.")
 
 
+class TextBatch:
+    """The texts of one request scored in one model call, while the flow still sees one `score` per item.
+
+    Every item's `score` waits on the same call, started by the first of them; all items are made (`scorer`)
+    before the flow runs, so that call carries every text. A batch request then costs the model one call and one
+    place in its queue, not one per text.
+    """
+
+    def __init__(self, score_texts: Callable[[list[TextRequest]], Awaitable[list[TextScores]]]):
+        self._score_texts = score_texts
+        self._requests: list[TextRequest] = []
+        self._call: asyncio.Future | None = None
+
+    def scorer(self, request: TextRequest) -> Callable[[TextRequest], Awaitable[TextScores]]:
+        index = len(self._requests)
+        self._requests.append(request)
+
+        async def score(_prepared: TextRequest) -> TextScores:
+            if self._call is None:
+                self._call = asyncio.ensure_future(self._score_texts(list(self._requests)))
+            # shield: one item's timeout or cancellation must not cancel the call the others wait on
+            return (await asyncio.shield(self._call))[index]
+
+        return score
+
+
 def ready(value: R) -> Callable[[], Awaitable[R]]:
     """A `prepare` for content that needs no preparation (text)."""
 
@@ -154,29 +181,34 @@ class ModerationFlow:
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
     ) -> list[Moderated]:
-        """One unit per item, all or none; every item prepared, scored and decided (at most ITEMS_IN_FLIGHT at a
-        time); then a review queued per item decided `review`. Any failure gives every unit back and raises."""
+        """One unit per item, all or none; every item prepared and scored (at most ITEMS_IN_FLIGHT at a time),
+        then all decided in one Policy call; then a review queued per item decided `review`. Any failure gives every
+        unit back and raises."""
         slots = asyncio.Semaphore(ITEMS_IN_FLIGHT)
 
-        async def scored_and_decided(item: Item) -> tuple:
+        async def prepared_and_scored(item: Item) -> tuple:
             async with slots:
                 prepared = await item.prepare()
-                scored = await self._call_model(item.score(prepared), "model")
-                decision = await self._call_model(
-                    self.backends.decide(scored.categories, caller.profile, item.kind, threshold), "policy"
-                )
-            return prepared, scored, decision
+                return prepared, await self._call_model(item.score(prepared), "model")
 
         async with _Charged(self.limits, caller, len(items)):
-            tasks = [asyncio.ensure_future(scored_and_decided(item)) for item in items]
+            tasks = [asyncio.ensure_future(prepared_and_scored(item)) for item in items]
             try:
                 outcomes = await asyncio.gather(*tasks)
             except Exception:
                 for task in tasks:  # one item failed: the request fails, the others' work is not needed
                     task.cancel()
                 raise
+            decisions = await self._call_model(
+                self.backends.decide_many(
+                    [(scored.categories, item.kind) for item, (_, scored) in zip(items, outcomes)],
+                    caller.profile,
+                    threshold,
+                ),
+                "policy",
+            )
             results = []
-            for item, (prepared, scored, decision) in zip(items, outcomes):
+            for item, (prepared, scored), decision in zip(items, outcomes, decisions):
                 review_id = None
                 if decision.decision == "review":
                     queued = await self.reviews.create(

@@ -32,10 +32,13 @@ class LocalBackends:
     async def score_text(self, request: TextRequest) -> TextScores:
         return (await asyncio.to_thread(self._text.score, [request]))[0]
 
-    async def decide(
-        self, scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None
-    ) -> Decision:
-        return decide(scores, profile, kind, threshold)
+    async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
+        return await asyncio.to_thread(self._text.score, requests)
+
+    async def decide_many(
+        self, items: list[tuple[dict[str, float], ContentKind]], profile: Profile, threshold: float | None
+    ) -> list[Decision]:
+        return [decide(scores, profile, kind, threshold) for scores, kind in items]
 
     async def model_versions(self) -> dict[str, str]:
         return dict(self._models.versions)

@@ -85,9 +85,12 @@ async def moderations(request: Request, caller: Caller = Depends(authenticated_c
         if len(images) > MAX_IMAGES:
             raise InvalidRequest(f"At most {MAX_IMAGES} image per request.")
     decoded = [_image_bytes(url, plan.image_max_bytes) for url in images]
-    items, it = [], iter(decoded)
+    items, it, together = [], iter(decoded), svc.text_batch(len(texts))
     for parts in inputs:
-        items += [svc.text_item(caller, v) if kind == "text" else svc.image_item(caller, next(it)) for kind, v in parts]
+        items += [
+            svc.text_item(caller, v, batch=together) if kind == "text" else svc.image_item(caller, next(it))
+            for kind, v in parts
+        ]
     request.state.log_fields.update(items=len(items), text_chars=sum(map(len, texts)), images=len(images))
 
     outcomes = iter(await svc.flow.moderate_many(caller, items))

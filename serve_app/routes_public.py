@@ -112,7 +112,8 @@ async def moderate_text(
     check_texts([payload.text for payload in payloads], caller.plan)
     request.state.log_fields.update(text_chars=sum(len(payload.text) for payload in payloads))
 
-    items = [svc.text_item(caller, p.text, reference=p.reference, image_url=p.image_url) for p in payloads]
+    together = svc.text_batch(len(payloads))
+    items = [svc.text_item(caller, p.text, batch=together, reference=p.reference, image_url=p.image_url) for p in payloads]
     outcomes = await svc.flow.moderate_many(caller, items, threshold=override)
     results = [
         TextResult(scores=TextRawScores(unsafe=o.scores["toxic"], safe=1.0 - o.scores["toxic"]), **_result_fields(o))

@@ -9,7 +9,7 @@ from redis.asyncio import Redis
 from models.image_limits import ImageDecoder
 from models.text_scoring import TextRequest
 from moderation.backends import ModelBackends
-from moderation.flow import Caller, Item, ModerationFlow, ready
+from moderation.flow import Caller, Item, ModerationFlow, TextBatch, ready
 from policy.feedback import FeedbackStore
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue, ReviewRules
@@ -28,11 +28,27 @@ class Services:
     time_limits: TimeLimits = TimeLimits()
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
 
-    def text_item(self, caller: Caller, text: str, categories: tuple[str, ...] = (), **where: str | None) -> Item:
-        """A text for the flow, scored for the profile's categories and `categories`; `where`: reference, image_url."""
+    def text_item(
+        self,
+        caller: Caller,
+        text: str,
+        categories: tuple[str, ...] = (),
+        batch: TextBatch | None = None,
+        **where: str | None,
+    ) -> Item:
+        """A text for the flow, scored for the profile's categories and `categories`; `where`: reference, image_url.
+
+        `batch`: the request's other texts go with it in one model call (`text_batch()`); without, the text is
+        scored alone, batched by the model deployment with other requests' texts.
+        """
         wanted = dict.fromkeys((*caller.profile.enabled_categories("text"), *categories))
         request = TextRequest(text=text, categories=tuple(wanted))
-        return Item(kind="text", prepare=ready(request), score=self.backends.score_text, **where)
+        score = batch.scorer(request) if batch else self.backends.score_text
+        return Item(kind="text", prepare=ready(request), score=score, **where)
+
+    def text_batch(self, texts: int) -> TextBatch | None:
+        """One model call for a request's `texts` texts, when there are several."""
+        return TextBatch(self.backends.score_texts) if texts > 1 else None
 
     def image_item(self, caller: Caller, data: bytes, **where: str | None) -> Item:
         """An image for the flow: decoded (bounded) after the unit is taken, scored for the profile's categories."""

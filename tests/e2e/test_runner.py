@@ -20,7 +20,9 @@ KEY_PATTERN = re.compile(r"^\s+(mod_\S+)$", re.M)
 
 
 def start_runner(data_dir, port: int, log_path) -> subprocess.Popen:
-    env = {**os.environ, "MODERATION_PORT": str(port), "MODERATION_DATA_DIR": str(data_dir)}
+    # Free ports for everything it listens on: the defaults (8000, 8080) may be taken on a shared machine.
+    env = {**os.environ, "MODERATION_PORT": str(port), "MODERATION_DATA_DIR": str(data_dir),
+           "MODERATION_METRICS_PORT": str(free_port())}
     env.pop("REDIS_URL", None)
     log = open(log_path, "w")
     # A session of its own: the test stops exactly this runner and what it started.

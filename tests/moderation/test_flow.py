@@ -10,10 +10,10 @@ import asyncio
 import pytest
 
 from models.image_decoding import InvalidImage
-from models.text_scoring import TextScores
+from models.text_scoring import TextRequest, TextScores
 from moderation import flow as flow_module
 from moderation.errors import InvalidBatch, InvalidThreshold, ModelUnavailable, QuotaExceeded, ScopeNotCovered, TextTooLong
-from moderation.flow import Caller, Item, ModerationFlow, check_texts, parse_threshold, require_scope
+from moderation.flow import Caller, Item, ModerationFlow, TextBatch, check_texts, parse_threshold, require_scope
 from policy.decisions import decide
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
@@ -36,10 +36,10 @@ class Backends:
     def __init__(self, policy_fails: bool = False):
         self.policy_fails = policy_fails
 
-    async def decide(self, scores, profile, kind, threshold):
+    async def decide_many(self, items, profile, threshold):
         if self.policy_fails:
             raise ConnectionError("policy replica gone")
-        return decide(scores, profile, kind, threshold)
+        return [decide(scores, profile, kind, threshold) for scores, kind in items]
 
 
 @pytest.fixture
@@ -244,3 +244,51 @@ def test_check_texts_holds_the_batch_limits():
                          (["x" * 5] * 11, TextTooLong)):
         with pytest.raises(error):
             check_texts(texts, plan)
+
+
+async def test_a_request_of_many_items_is_decided_in_one_policy_call(redis_client):
+    class CountingBackends(Backends):
+        calls = 0
+
+        async def decide_many(self, items, profile, threshold):
+            CountingBackends.calls += 1
+            return await super().decide_many(items, profile, threshold)
+
+    flow = ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), CountingBackends(), 0.5)
+    items = [Item(kind="text", prepare=no_preparation, score=text_scores(t)) for t in (0.1, 0.6, 0.9)]
+    outcomes = await flow.moderate_many(caller(), items)
+    assert [o.decision.decision for o in outcomes] == ["allow", "review", "block"]
+    assert CountingBackends.calls == 1
+
+
+async def test_the_texts_of_a_batch_go_to_the_model_in_one_call():
+    calls = []
+
+    async def score_texts(requests):
+        calls.append([r.text for r in requests])
+        await asyncio.sleep(0.01)
+        return [TextScores(categories={"toxic": len(r.text) / 10}, model_version="v") for r in requests]
+
+    batch = TextBatch(score_texts)
+    requests = [TextRequest(text, ("toxic",)) for text in ("a", "bb", "ccc")]
+    scorers = [batch.scorer(request) for request in requests]
+    scores = await asyncio.gather(*(score(request) for score, request in zip(scorers, requests)))
+    assert calls == [["a", "bb", "ccc"]]
+    assert [s.categories["toxic"] for s in scores] == [0.1, 0.2, 0.3]
+
+
+async def test_one_cancelled_item_does_not_cancel_the_call_the_others_wait_on():
+    release = asyncio.Event()
+
+    async def score_texts(requests):
+        await release.wait()
+        return [TextScores(categories={"toxic": 0.5}, model_version="v") for _ in requests]
+
+    batch = TextBatch(score_texts)
+    first, second = (batch.scorer(TextRequest(t, ("toxic",))) for t in ("a", "b"))
+    cancelled = asyncio.ensure_future(first(None))
+    waiting = asyncio.ensure_future(second(None))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    release.set()
+    assert (await waiting).categories == {"toxic": 0.5}

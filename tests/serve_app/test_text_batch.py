@@ -70,3 +70,14 @@ def test_batch_threshold_and_scope_apply_as_for_one_text(api, key, backends):
     backends.toxic = 0.6
     assert [r["decision"] for r in batch(api, key, ["a"], params={"threshold": "0.7"}).json()["results"]] == ["allow"]
     assert_error(batch(api, api.new_key(plan="images-only"), ["a"]), 403, "capability_required")
+
+
+def test_a_batch_costs_the_model_one_call_and_the_policy_one_call(api, key, backends):
+    response = api.client.post("/v1/moderate-text", headers=key, json={"texts": ["a", "b", "c", "d", "e"]})
+    assert response.status_code == 200, response.text
+    assert backends.text_batches == [5] and backends.decide_calls == 1
+
+
+def test_a_single_text_is_scored_alone_so_the_model_batches_it_with_other_requests(api, key, backends):
+    assert api.moderate_text(key, "hello").status_code == 200
+    assert backends.text_batches == [] and backends.text_calls == ["hello"]

@@ -44,6 +44,8 @@ class StubBackends:
     image_calls: list[ImageRequest] = field(default_factory=list)
     text_calls: list[str] = field(default_factory=list)
     text_requests: list[TextRequest] = field(default_factory=list)
+    text_batches: list[int] = field(default_factory=list)  # texts per score_texts call
+    decide_calls: int = 0
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
         self.image_calls.append(request)
@@ -60,8 +62,13 @@ class StubBackends:
         scores = {c: self.toxic if c == "toxic" else self.text_scores.get(c, 0.0) for c in request.categories}
         return TextScores(categories=scores, model_version="stub-text-1")
 
-    async def decide(self, scores, profile, kind, threshold):
-        return decide(scores, profile, kind, threshold)
+    async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
+        self.text_batches.append(len(requests))
+        return [await self.score_text(request) for request in requests]
+
+    async def decide_many(self, items, profile, threshold):
+        self.decide_calls += 1
+        return [decide(scores, profile, kind, threshold) for scores, kind in items]
 
     async def model_versions(self) -> dict[str, str]:
         if self.failing:
