@@ -1,4 +1,4 @@
-"""docs/benchmarks.md from one run: machine, settings, the full table, the targets of issue 10 (met or by how much
+"""docs/benchmarks.md from one run: machine, settings, the full table, the performance targets (met or by how much
 missed), where the time goes, the levers, and as the last line the ratios a script reads."""
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def document(results: Results) -> str:
         "",
         limit_table(results),
         "",
-        "## Targets (issue 10)",
+        "## Targets",
         "",
         *[f"- {line}" for line in targets(results)],
         "",

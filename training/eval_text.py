@@ -26,7 +26,7 @@ from training.text_data import REPO_ROOT, load_comments, load_handwritten
 README = REPO_ROOT / "README.md"
 TRAINING_REPORT = DEFAULT_WEIGHTS.parent / "training-report.json"
 TABLE_START, TABLE_END = "<!-- eval-text:start -->", "<!-- eval-text:end -->"
-# Targets of issue 8, on real held-out comments.
+# The quality targets, on real held-out comments.
 TARGET_MACRO_AUC, TARGET_LANGUAGE_AUC = 0.85, 0.75
 TARGET_REVIEW_RECALL, TARGET_REVIEW_BENIGN_FLAGGED = 0.75, 0.15
 

@@ -1,4 +1,4 @@
-"""Hostile traffic against the real graph (issue 9, time): the default limits, through Ray's proxy.
+"""Hostile traffic against the real graph (time bounds): the default limits, through Ray's proxy.
 
 - 20 uploads trickling a byte a second from one account: another account's text request is
   answered within 5 s, and the uploads over the account's in-flight cap (16) get 429 at once.
