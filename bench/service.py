@@ -143,7 +143,7 @@ def hop_seconds(jpeg: bytes, text: str, config_dir: Path, calls: int) -> dict[st
     calls_of = {
         "ImageModel.score (nsfw)": lambda h: h.score.remote(ImageRequest(frames, ("nsfw",))),
         "TextModel.score": lambda h: h.score.remote(TextRequest(text, ("toxic",))),
-        "Policy.decide": lambda h: h.decide.remote({"toxic": 0.1}, profile, "text", None),
+        "Policy.decide_many": lambda h: h.decide_many.remote([({"toxic": 0.1}, "text")], profile, None),
     }
     result = {}
     for name, call in calls_of.items():
