@@ -10,6 +10,7 @@ from redis.asyncio import Redis
 
 from policy.store import ConfigStore
 from policy.types import Plan, Profile
+from runtime.settings import Settings
 
 
 def load_plans(config_dir: Path) -> list[Plan]:
@@ -35,11 +36,8 @@ async def create_first_key(config: ConfigStore, *, plan: str, profile: str) -> s
     return secret
 
 
-async def prepare_store(settings, redis_url: str) -> str | None:
-    """Seed the store and create the first key if it has none: the secret of that key, else None.
-
-    `settings` is a runtime.settings.Settings (config_dir, default_plan, default_profile).
-    """
+async def prepare_store(settings: Settings, redis_url: str) -> str | None:
+    """Seed the store and create the first key if it has none: the secret of that key, else None."""
     redis = Redis.from_url(redis_url, decode_responses=True)
     try:
         config = ConfigStore(redis)
