@@ -1,37 +1,81 @@
 """The Lua scripts of the policy layer: the one place where they live.
 
 Each runs inside Redis as one atomic step; the comment above each says why it has to.
-Key names come in through KEYS (built by `policy.redis_keys`); numbers go back as strings
+Key names come in through KEYS (built by `policy.redis_keys`), or, where a name is known only
+inside the script, as a prefix in ARGV (also from `policy.redis_keys`); numbers go back as strings
 where they are fractional, since Redis would truncate a Lua number to an integer.
 """
 
 # Token bucket of one key. Read, refill, take and write back must be one step: two requests of
-# the same key racing between the read and the write would both spend the same token.
+# the same key racing between the read and the write would both spend the same token. A function,
+# so that TAKE_RATE_TOKEN and AUTHORIZE spend tokens in exactly one way.
+# `now` in seconds, or nil for Redis TIME (so all replicas share one clock). Returns 0 when admitted,
+# else the seconds until a token is available.
+_TAKE_RATE_TOKEN = """
+local function take_rate_token(bucket_key, rate, burst, now)
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  local state = redis.call('HMGET', bucket_key, 'tokens', 'ts')
+  local tokens = tonumber(state[1]) or burst
+  local ts = tonumber(state[2]) or now
+  tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
+  local wait = 0
+  if tokens >= 1 then
+    tokens = tokens - 1
+  else
+    wait = (1 - tokens) / rate
+  end
+  redis.call('HSET', bucket_key, 'tokens', string.format('%.17g', tokens),
+             'ts', string.format('%.6f', math.max(now, ts)))
+  -- Once idle long enough to be full again the bucket equals a fresh one, so it can go.
+  redis.call('PEXPIRE', bucket_key, math.ceil(burst / rate * 1000) + 1000)
+  return wait
+end
+"""
+
 # KEYS[1] bucket hash; ARGV[1] rate per second, ARGV[2] burst, ARGV[3] now in seconds ("" = Redis TIME).
 # Returns "0" when admitted, else the seconds until a token is available.
-TAKE_RATE_TOKEN = """
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+TAKE_RATE_TOKEN = _TAKE_RATE_TOKEN + """
+return string.format('%.17g', take_rate_token(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])))
+"""
+
+# Everything a request needs to know about its caller, in one round trip: the key id under the
+# secret's SHA-256, the key record, its plan and profile, and a token of its rate bucket. One step
+# also means the token is taken at the rate of the plan read with it. A refused key (unknown, gone,
+# revoked) and a key whose plan or profile is missing take no token. Nothing is logged.
+# Only the hash index key is known before the script runs; the record, plan, profile and bucket
+# keys are named after values read inside it, so they are built here from the prefixes in ARGV
+# (`policy.redis_keys` defines them) and cannot be declared in KEYS. Redis allows that on a single
+# instance, which is what this service runs on: it does not support Redis Cluster, where such
+# keys could live on another node. The ACL still applies to every key the script touches.
+# KEYS[1] hash index; ARGV[1] key record prefix, ARGV[2] plan prefix, ARGV[3] profile prefix,
+# ARGV[4] rate bucket prefix, ARGV[5] now in seconds ("" = Redis TIME).
+# Returns {"refused"}, {"unconfigured", key JSON} or {"ok", key JSON, plan JSON, profile JSON, wait}
+# (wait as in TAKE_RATE_TOKEN).
+AUTHORIZE = _TAKE_RATE_TOKEN + """
+local key_id = redis.call('GET', KEYS[1])
+if not key_id then
+  return {'refused'}
 end
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens = tonumber(state[1]) or burst
-local ts = tonumber(state[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
-local wait = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-else
-  wait = (1 - tokens) / rate
+local key_json = redis.call('GET', ARGV[1] .. key_id)
+if not key_json then
+  return {'refused'}
 end
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens),
-           'ts', string.format('%.6f', math.max(now, ts)))
--- Once idle long enough to be full again the bucket equals a fresh one, so it can go.
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return string.format('%.17g', wait)
+local key = cjson.decode(key_json)
+if key['revoked'] == true then
+  return {'refused'}
+end
+local plan_json = redis.call('GET', ARGV[2] .. key['plan'])
+local profile_json = redis.call('GET', ARGV[3] .. key['profile'])
+if not plan_json or not profile_json then
+  return {'unconfigured', key_json}
+end
+local plan = cjson.decode(plan_json)
+local wait = take_rate_token(ARGV[4] .. key_id, tonumber(plan['rate_per_second']), tonumber(plan['burst']),
+                             tonumber(ARGV[5]))
+return {'ok', key_json, plan_json, profile_json, string.format('%.17g', wait)}
 """
 
 # Monthly quota: check and take in one step, or concurrent requests would all see room for

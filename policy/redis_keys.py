@@ -11,7 +11,7 @@ Configuration (`policy.store.ConfigStore`), never expires:
   mod:apikey-sha256:{hex}         string  key id whose secret has this SHA-256; the secret itself is never stored
   mod:apikeys:live                set     ids of the keys that are not revoked (so counting them is O(1))
 
-Limits (`policy.limits.Limits`):
+Limits (`policy.limits.Limits`; the rate bucket also by `ConfigStore.authorize`):
   mod:rate:{key_id}               hash    token bucket of one key: `tokens` (float), `ts` (seconds, float);
                                           expires once idle long enough to be full again
   mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;
@@ -55,16 +55,24 @@ PREFIX = "mod:"
 REVIEW_ITEM_PREFIX = f"{PREFIX}review:item:"
 
 
+# The authorize script learns a key's id, plan and profile names inside Redis, so it gets these
+# prefixes and appends the names: each constant is the single definition of its key's shape.
+PLAN_PREFIX = f"{PREFIX}plan:"
+PROFILE_PREFIX = f"{PREFIX}profile:"
+API_KEY_PREFIX = f"{PREFIX}apikey:"
+RATE_BUCKET_PREFIX = f"{PREFIX}rate:"
+
+
 def plan(name: str) -> str:
-    return f"{PREFIX}plan:{name}"
+    return f"{PLAN_PREFIX}{name}"
 
 
 def profile(name: str) -> str:
-    return f"{PREFIX}profile:{name}"
+    return f"{PROFILE_PREFIX}{name}"
 
 
 def api_key(key_id: str) -> str:
-    return f"{PREFIX}apikey:{key_id}"
+    return f"{API_KEY_PREFIX}{key_id}"
 
 
 def api_key_by_hash(secret_sha256_hex: str) -> str:
@@ -76,7 +84,7 @@ def live_api_keys() -> str:
 
 
 def rate_bucket(key_id: str) -> str:
-    return f"{PREFIX}rate:{key_id}"
+    return f"{RATE_BUCKET_PREFIX}{key_id}"
 
 
 def quota(account: str, month: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
@@ -33,10 +34,28 @@ def _named_json(record: Plan | Profile) -> str:
     return record.model_dump_json()
 
 
+@dataclass(frozen=True)
+class Authorized:
+    """A live key with its plan and profile, read in the same step in which its rate token was taken."""
+
+    key: ApiKey
+    plan: Plan
+    profile: Profile
+    retry_after_s: float  # 0.0 when a token was taken, else the seconds until the bucket has one
+
+
+@dataclass(frozen=True)
+class Unconfigured:
+    """A live key whose plan or profile record is missing; no rate token was taken."""
+
+    key: ApiKey
+
+
 class ConfigStore:
     def __init__(self, redis: Redis):
         self._redis = redis
         self._create_key = redis.register_script(lua.CREATE_API_KEY)
+        self._authorize = redis.register_script(lua.AUTHORIZE)
 
     async def put_plan(self, plan: Plan) -> None:
         await self._redis.set(redis_keys.plan(plan.name), _named_json(plan))
@@ -95,6 +114,29 @@ class ConfigStore:
             return None
         return record
 
+    async def authorize(self, secret: str, now: float | None = None) -> Authorized | Unconfigured | None:
+        """Authenticates `secret` and takes a token of its key's rate bucket, in one Redis round trip.
+
+        None for an unknown or revoked key, Unconfigured for a key whose plan or profile is gone;
+        neither takes a token. Only the secret's SHA-256 goes to Redis. Without `now` the bucket
+        uses Redis TIME, as `Limits.take_rate_token` does, so all replicas share one clock.
+
+        Nothing is cached in process: the plan and profile come fresh with every call at no extra
+        round trip, so an admin change of either, or a revoke, holds from the next request on
+        every replica, with no invalidation to get wrong.
+        """
+        reply = await self._authorize(
+            keys=[redis_keys.api_key_by_hash(_sha256_hex(secret))],
+            args=[
+                redis_keys.API_KEY_PREFIX,
+                redis_keys.PLAN_PREFIX,
+                redis_keys.PROFILE_PREFIX,
+                redis_keys.RATE_BUCKET_PREFIX,
+                "" if now is None else now,
+            ],
+        )
+        return _authorization_of(reply)
+
     async def revoke_key(self, key_id: str) -> bool:
         record = await self.get_key(key_id)
         if record is None:
@@ -112,3 +154,20 @@ class ConfigStore:
 
     async def count_keys(self) -> int:
         return await self._redis.scard(redis_keys.live_api_keys())
+
+
+def _authorization_of(reply: list[str]) -> Authorized | Unconfigured | None:
+    """The typed form of the AUTHORIZE script's reply (see `policy.lua`)."""
+    outcome, *fields = reply
+    if outcome == "refused":
+        return None
+    key = ApiKey.model_validate_json(fields[0])
+    if outcome == "unconfigured":
+        return Unconfigured(key)
+    _, plan_json, profile_json, wait_s = fields
+    return Authorized(
+        key=key,
+        plan=Plan.model_validate_json(plan_json),
+        profile=Profile.model_validate_json(profile_json),
+        retry_after_s=float(wait_s),
+    )

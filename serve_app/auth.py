@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from moderation.flow import Caller
+from policy.store import Unconfigured
 from serve_app.errors import RateLimited, StoreUnavailable, Unauthorized
 from serve_app.services import Services
 
@@ -31,20 +32,19 @@ async def key_param_caller(request: Request) -> Caller:
 
 
 async def _caller(request: Request, secret: str | None) -> Caller:
-    svc = services(request)
-    key = await svc.config.authenticate(secret) if secret else None
-    if key is None:
+    # One Redis round trip for the key, its plan and profile and the rate token. They are read fresh
+    # on every request, never cached here, so admin changes and revokes hold from the next request.
+    found = await services(request).config.authorize(secret) if secret else None
+    if found is None:
         raise Unauthorized()
-    plan = await svc.config.get_plan(key.plan)
-    profile = await svc.config.get_profile(key.profile)
-    if plan is None or profile is None:
+    if isinstance(found, Unconfigured):
         # The key points at a plan or profile that is gone: refuse rather than guess.
+        key = found.key
         raise StoreUnavailable(f"The key's plan or profile is not configured ({key.plan}, {key.profile}).")
-    retry_after_s = await svc.limits.take_rate_token(key.id, plan.rate_per_second, plan.burst)
-    if retry_after_s > 0:
-        raise RateLimited(retry_after_s=retry_after_s)
-    request.state.account = key.account
-    return Caller(key=key, plan=plan, profile=profile)
+    if found.retry_after_s > 0:
+        raise RateLimited(retry_after_s=found.retry_after_s)
+    request.state.account = found.key.account
+    return Caller(key=found.key, plan=found.plan, profile=found.profile)
 
 
 def require_admin(request: Request) -> None:

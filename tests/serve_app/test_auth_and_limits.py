@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
-from support.api import StubBackends, assert_error
+from redis.asyncio.connection import AbstractConnection
+from support.api import TEST_THRESHOLDS, StubBackends, assert_error
 
+from policy import redis_keys
 from serve_app.app import create_app
 from serve_app.services import Services
 
@@ -33,6 +36,35 @@ def test_revoked_key_is_401(api):
     assert api.moderate_text(headers).status_code == 200
     assert api.client.delete(f"/admin/v1/keys/{body['id']}", headers=api.admin).status_code == 204
     assert_error(api.moderate_text(headers), 401, "unauthorized")
+
+
+@pytest.mark.parametrize("gone", ["plan", "profile"])
+def test_a_key_whose_plan_or_profile_is_gone_is_503_and_takes_no_rate_token(api, redis_url, gone):
+    api.put_plan("doomed", scope="both", monthly_quota=100, rate_per_second=100, burst=100)
+    api.put_profile("doomed", mode="enforce", categories=TEST_THRESHOLDS)
+    headers = api.new_key(plan="doomed", profile="doomed")
+    with redis.Redis.from_url(redis_url) as store:
+        store.delete({"plan": redis_keys.plan, "profile": redis_keys.profile}[gone]("doomed"))
+        response = api.moderate_text(headers)
+        assert list(store.scan_iter(match=redis_keys.rate_bucket("*"))) == []
+    assert_error(response, 503, "store_unavailable")
+    assert "(doomed, doomed)" in response.json()["error"]["message"]
+
+
+def test_authenticating_a_request_is_one_store_round_trip(api, monkeypatch):
+    """Key, plan, profile and rate token: one command. A plan without text stops the request right after."""
+    api.put_plan("images-only", scope="images", monthly_quota=100, rate_per_second=100, burst=100)
+    headers = api.new_key(plan="images-only")
+    assert_error(api.moderate_text(headers), 403, "capability_required")  # the first call may load the script
+    sent, send = [], AbstractConnection.send_packed_command
+
+    async def recording_send(self, command, check_health=True):
+        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        await send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", recording_send)
+    assert_error(api.moderate_text(headers), 403, "capability_required")
+    assert len(sent) == 1 and b"\r\nEVALSHA\r\n" in sent[0]
 
 
 def test_quota_exhaustion_is_402_and_reports_do_not_count(api, backends):
