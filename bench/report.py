@@ -157,7 +157,7 @@ def time_breakdown(results: Results) -> list[str]:
     g_t, p_t = (p.p50_s if p else None for p in (text_g, text_p))
     g_i, p_i = (p.p50_s if p else None for p in (image_g, image_p))
     m_t, m_i = (raw.batch1_s if raw else None for raw in (raw_text, raw_image))
-    h_t, h_i, h_p = (hops.get(k) for k in ("TextModel.score", "ImageModel.score (nsfw)", "Policy.decide_many"))
+    h_t, h_i, h_p = (hops.get(k) for k in ("TextModel.score", "ImageModel.score_upload (nsfw)", "Policy.decide_many"))
     rows += [
         ("graph over HTTP, p50", cell(g_t), cell(g_i)),
         ("plain app over HTTP, p50 (HTTP, FastAPI, Redis, decode, model, decision)", cell(p_t), cell(p_i)),

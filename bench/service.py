@@ -133,15 +133,13 @@ def hop_seconds(jpeg: bytes, text: str, config_dir: Path, calls: int) -> dict[st
     one at a time (the hop plus the work; the raw model's own time is measured apart)."""
     from ray import serve
 
-    from models.image_decoding import decode_image
-    from models.image_scoring import ImageRequest
+    from models.image_upload import ImageUpload
     from models.text_scoring import TextRequest
     from runtime.bootstrap import load_profiles
 
     profile = next(p for p in load_profiles(config_dir) if p.name == "default")
-    frames = decode_image(jpeg, 40_000_000).frames
-    calls_of = {
-        "ImageModel.score (nsfw)": lambda h: h.score.remote(ImageRequest(frames, ("nsfw",))),
+    calls_of = {  # the image call carries the JPEG's bytes, decoded by the replica, as the ingress sends it
+        "ImageModel.score_upload (nsfw)": lambda h: h.score_upload.remote(ImageUpload(jpeg, 40_000_000, ("nsfw",))),
         "TextModel.score": lambda h: h.score.remote(TextRequest(text, ("toxic",))),
         "Policy.decide_many": lambda h: h.decide_many.remote([({"toxic": 0.1}, "text")], profile, None),
     }

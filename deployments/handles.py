@@ -10,7 +10,7 @@ from ray.serve.handle import DeploymentHandle
 
 from deployments.metrics import record_call
 
-from models.image_scoring import ImageRequest, ImageScores
+from models.image_upload import ImageUpload, ScoredImage, unwrapped
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
 from models.text_scoring import TextRequest, TextScores
@@ -21,8 +21,8 @@ class ServeBackends:
     def __init__(self, image: DeploymentHandle, text: DeploymentHandle, policy: DeploymentHandle):
         self._image, self._text, self._policy = image, text, policy
 
-    async def score_image(self, request: ImageRequest) -> ImageScores:
-        return await _unless_full(self._image.score.remote(request), "image")
+    async def score_upload(self, upload: ImageUpload) -> ScoredImage:
+        return unwrapped(await _unless_full(self._image.score_upload.remote(upload), "image"))
 
     async def score_text(self, request: TextRequest) -> TextScores:
         return await _unless_full(self._text.score.remote(request), "text")

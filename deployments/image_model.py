@@ -1,7 +1,9 @@
-"""ImageModel: the image scorer as a batched, autoscaled Ray Serve deployment.
+"""ImageModel: the image decoder and scorer as a batched, autoscaled Ray Serve deployment.
 
 A thin shell: the models come from the registry through `ModelSet`, the scoring
-(frames, categories, cost per request) lives in `models.image_scoring.ImageScorer`.
+(frames, categories, cost per request) lives in `models.image_scoring.ImageScorer`, the
+bounded decoding in `models.image_limits.ImageDecoder`. The ingress sends an upload's bytes
+(`score_upload`); each request decodes on its own, then waits in the batch for the models.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from ray import serve
 from deployments.batching import BatchSettings, replica_max_ongoing_requests
 from deployments.metrics import record_batch
 from deployments.threads import limit_compute_threads
+from models.image_decoding import ImageRefused
+from models.image_limits import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
+from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries
 from models.tasks import IMAGE_TASKS
 
@@ -34,6 +39,7 @@ class ImageModel:
         self._registry = Path(model_registry)
         self._models = ModelSet()
         self._scorer: ImageScorer | None = None
+        self._decoder = ImageDecoder()
 
     async def reconfigure(self, user_config: dict) -> None:
         # Checked first: a bad batch setting changes nothing, the models included.
@@ -42,6 +48,13 @@ class ImageModel:
         # One assignment: a batch in flight keeps the scorer it started with.
         self._models, self._scorer = models, models.image_scorer()
         batching.apply_to(self.score)
+
+    async def score_upload(self, upload: ImageUpload) -> ScoredImage | RefusedImage:
+        """Decode (concurrently with other requests, bounded), then score in a batch with them."""
+        try:
+            return await decode_and_score(upload, self._decoder, self.score)
+        except ImageRefused as refusal:
+            return RefusedImage(refusal)
 
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:

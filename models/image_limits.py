@@ -1,4 +1,7 @@
-"""A deadline and a concurrency cap around ``decode_image``, for the HTTP layer.
+"""A deadline and a concurrency cap around ``decode_image``, for whoever decodes uploads.
+
+Under Ray Serve that is each ImageModel replica (the upload's bytes travel to it, not decoded frames); in the
+plain app, the one process.
 
 Why threads and not a process pool: ``decode_image`` bounds its own work before spending it (first 8 frames,
 per-frame and total pixel budgets), so a decode cannot run away and needs no killing; Pillow releases the GIL while
@@ -20,13 +23,14 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from models.image_decoding import DecodedImage, DecodeTimeout, decode_image
+from models.image_decoding import DecodedImage, DecodeTimeout, ImageRefused, decode_image
 
 # One decode per core of the 2-core reference box: a third would only queue for a core and hold its memory
 # (a 40 MP frame is 120-160 MB while it is converted).
 DECODE_WORKERS = 2
-# Decodes that may wait for a worker: as many as the ingress replica takes requests (max_ongoing_requests 64,
-# minus the 2 running), so the decoder never refuses before Serve's own limits do; the deadline below sheds a
+# Decodes that may wait for a worker: as many as one process may be handed at once (the plain app's 64 requests
+# minus the 2 running; an ImageModel replica takes at most its max_ongoing_requests), so the decoder never refuses
+# before Serve's own limits do; the deadline below sheds a
 # queue that does not drain. With 8 (the first choice) twelve concurrent uploads on a busy 2-core machine already
 # got 503s. A typical upload decodes in 10-25 ms, so a full queue is under a second of work; the bytes it holds
 # are held by the waiting requests anyway.
@@ -38,7 +42,7 @@ DECODE_DEADLINE_S = 3.0
 RETRY_AFTER_S = 1
 
 
-class DecodeBusy(RuntimeError):
+class DecodeBusy(ImageRefused, RuntimeError):
     """Every decode worker is taken and the queue is full (or the wait used up the deadline): try again later."""
 
     def __init__(self, message: str, retry_after_s: int = RETRY_AFTER_S) -> None:
@@ -47,7 +51,7 @@ class DecodeBusy(RuntimeError):
 
 
 class ImageDecoder:
-    """``await decoder.decode(data, max_pixels)``; one instance per process (e.g. per ingress replica)."""
+    """``await decoder.decode(data, max_pixels)``; one instance per process (e.g. per ImageModel replica)."""
 
     def __init__(
         self,

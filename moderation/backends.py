@@ -14,11 +14,13 @@ from policy.decisions import Decision
 from policy.types import ContentKind, Profile
 
 if TYPE_CHECKING:  # the image types pull Pillow; the ingress imports them lazily
-    from models.image_scoring import ImageRequest, ImageScores
+    from models.image_upload import ImageUpload, ScoredImage
 
 
 class ModelBackends(Protocol):
-    async def score_image(self, request: ImageRequest) -> ImageScores: ...
+    async def score_upload(self, upload: ImageUpload) -> ScoredImage:
+        """Decode the upload's bytes (bounded; raises its ImageRefused errors), then score it."""
+        ...
 
     async def score_text(self, request: TextRequest) -> TextScores:
         """One text; under Ray, batched with other requests' texts (@serve.batch)."""

@@ -1,7 +1,7 @@
 """The steps every moderation request takes once its body is read.
 
-Take a quota unit, prepare the model's input (decode an image), score, decide, queue a
-`review` decision. The unit is taken before any costly work, and given back to the month
+Take a quota unit, prepare the model's input, score (an image is decoded on the model side,
+as part of its scoring), decide, queue a `review` decision. The unit is taken before any costly work, and given back to the month
 it was taken from if the request then fails (invalid content or our own failure); a
 client that hangs up mid-request keeps it spent, since the work was done. Route handlers
 read the body; this module runs the rest and raises `moderation.errors`, never HTTP errors.
@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from models.image_decoding import ImageRefused
 from models.text_scoring import TextRequest, TextScores
 from moderation.backends import ModelBackends
 from moderation.errors import (
@@ -58,8 +59,8 @@ class Caller:
 
 @dataclass(frozen=True)
 class Moderated(Generic[R, S]):
-    prepared: R  # the model's input (the decoded image, whose size the access log notes)
-    scored: S  # the model's own answer (the image result needs its `safe` score)
+    prepared: R  # the model's input (an upload's bytes, a text request)
+    scored: S  # the model's own answer (the image result needs its `safe` score and the decoded size)
     decision: Decision
     review_id: int | None
 
@@ -225,10 +226,13 @@ class ModerationFlow:
         return results
 
     async def _call_model(self, call: Awaitable[S], what: str) -> S:
-        """Await a model or policy call; a failure or a timeout is ModelUnavailable (the client may retry)."""
+        """Await a model or policy call; a failure or a timeout is ModelUnavailable (the client may retry).
+
+        An image the decoder refused is the content's answer (invalid, too large, no decode capacity), not a
+        model failure: it keeps its own status."""
         try:
             return await asyncio.wait_for(call, timeout=self.inference_timeout_s)
-        except ModerationError:
+        except (ModerationError, ImageRefused):
             raise
         except Exception as exc:  # any failure of the model side is the same retryable error
             log.warning("%s call failed: %r", what, exc)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from models.image_limits import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
+from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries
 from models.registry import DEFAULT_REGISTRY
 from models.tasks import TASKS
@@ -25,6 +27,10 @@ class LocalBackends:
         self._models = ModelSet().loaded(wanted_entries({"models": versions}, TASKS, registry))
         self._image = self._models.image_scorer()
         self._text = self._models.text_scorer()
+        self._decoder = ImageDecoder()
+
+    async def score_upload(self, upload: ImageUpload) -> ScoredImage:
+        return await decode_and_score(upload, self._decoder, self.score_image)
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
         return (await asyncio.to_thread(self._image.score, [request]))[0]

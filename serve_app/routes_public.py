@@ -71,11 +71,11 @@ async def moderate_image(
         raise errors.NoImage()
     request.state.log_fields.update(bytes=len(data))
 
-    # Decoding runs inside the flow, after the quota unit is taken: no pixel is decoded for a
-    # caller without quota.
+    # Decoding runs on the model side, inside the flow's scoring, after the quota unit is taken: no pixel
+    # is decoded for a caller without quota.
     item = svc.image_item(caller, data, reference=form.fields.get("reference"), image_url=_image_url_of(form.fields))
     [outcome] = await svc.flow.moderate_many(caller, [item], threshold=override)
-    image = outcome.prepared
+    image = outcome.scored
     request.state.log_fields.update(
         format=image.format, width=image.width, height=image.height,
         scores=outcome.scores, decision=outcome.decision.decision,

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from models.image_limits import ImageDecoder
 from models.text_scoring import TextRequest
 from moderation.backends import ModelBackends
 from moderation.flow import Caller, Item, ModerationFlow, TextBatch, ready
@@ -24,7 +23,6 @@ class Services:
     reviews: ReviewQueue
     backends: ModelBackends | None  # None in the admin app, which scores nothing
     flow: ModerationFlow
-    decoder: ImageDecoder
     time_limits: TimeLimits = TimeLimits()
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
 
@@ -51,16 +49,16 @@ class Services:
         return TextBatch(self.backends.score_texts) if texts > 1 else None
 
     def image_item(self, caller: Caller, data: bytes, **where: str | None) -> Item:
-        """An image for the flow: decoded (bounded) after the unit is taken, scored for the profile's categories."""
-        from models.image_scoring import ImageRequest  # Pillow: only where images are handled
+        """An image for the flow: its bytes go to the model side, decoded there (bounded) after the unit is taken,
+        and scored for the profile's categories."""
+        from models.image_upload import ImageUpload  # Pillow: only where images are handled
 
-        categories = tuple(caller.profile.enabled_categories("image"))
-        return Item(
-            kind="image",
-            prepare=lambda: self.decoder.decode(data, caller.plan.image_max_pixels),
-            score=lambda image: self.backends.score_image(ImageRequest(frames=image.frames, categories=categories)),
-            **where,
+        upload = ImageUpload(
+            data=data,
+            max_pixels=caller.plan.image_max_pixels,
+            categories=tuple(caller.profile.enabled_categories("image")),
         )
+        return Item(kind="image", prepare=ready(upload), score=self.backends.score_upload, **where)
 
     @classmethod
     def connect(
@@ -87,7 +85,6 @@ class Services:
             reviews=reviews,
             backends=backends,
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
-            decoder=ImageDecoder(),
             feedback=FeedbackStore(redis),
             time_limits=TimeLimits(
                 body_idle_timeout_s=body_idle_timeout_s,

@@ -71,6 +71,20 @@ def test_bad_input_is_a_4xx_through_the_graph(client, new_key):
     assert response.json()["error"]["code"] == "invalid_image"
 
 
+def test_a_refusal_of_the_model_side_decoder_keeps_its_status_through_the_graph(client, admin_client, new_key):
+    # ImageModel decodes; ImageTooLarge comes back across Ray as a value, with its pixel counts.
+    headers = new_key(account="bombs")
+    buffer = io.BytesIO()
+    Image.new("L", (7000, 7000)).save(buffer, format="PNG")  # 49 MP in ~50 KB; the plan allows 40 MP
+    response = client.post("/v1/moderate", headers=headers, files={"image": ("bomb.png", buffer.getvalue())})
+    assert response.status_code == 413, response.text
+    assert response.json()["error"]["code"] == "image_too_large"
+    assert "49,000,000" in response.json()["error"]["message"]
+    # No unit was spent on the refused upload: the account's quota counter shows none used.
+    usage = admin_client.get("/admin/v1/accounts/bombs/usage")
+    assert usage.status_code == 200 and usage.json()["used"] == 0, usage.text
+
+
 def test_concurrent_requests_are_all_answered(client, new_key):
     headers, image = new_key(), jpeg(photos.coffee())
     with ThreadPoolExecutor(12) as pool:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from models.image_limits import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
+from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from policy.decisions import decide
 from models.text_scoring import TextRequest, TextScores
 from runtime.bootstrap import load_plans, load_profiles
@@ -46,6 +48,11 @@ class StubBackends:
     text_requests: list[TextRequest] = field(default_factory=list)
     text_batches: list[int] = field(default_factory=list)  # texts per score_texts call
     decide_calls: int = 0
+    # The real bounded decoder, as the model side runs it: the decoding rules are tested through this stub too.
+    decoder: ImageDecoder = field(default_factory=ImageDecoder)
+
+    async def score_upload(self, upload: ImageUpload) -> ScoredImage:
+        return await decode_and_score(upload, self.decoder, self.score_image)
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
         self.image_calls.append(request)
