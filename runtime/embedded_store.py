@@ -130,7 +130,8 @@ def _sha256_hex(password: str) -> str:
     return hashlib.sha256(password.encode()).hexdigest()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on loopback now."""
     # Another process may take the port before valkey-server binds it; `start` then fails loudly.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
@@ -149,7 +150,7 @@ class EmbeddedStore:
     ):
         self.data_dir = Path(data_dir)
         # Picked once, so a stop and start on the same data dir gives the same URL back.
-        self.port = port if port is not None else _free_port()
+        self.port = port if port is not None else free_port()
         self.maxmemory_mb = int(maxmemory_mb)
         if self.maxmemory_mb < 1:
             raise ValueError("maxmemory_mb must be at least 1")

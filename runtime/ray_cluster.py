@@ -12,6 +12,9 @@ import os
 import secrets
 from pathlib import Path
 
+from runtime.embedded_store import free_port
+from runtime.haproxy import use_haproxy
+
 LOOPBACK = "127.0.0.1"
 # Settings the replicas must not receive: the admin API runs in the runner, not in Ray.
 SECRET_SETTINGS = frozenset({"MODERATION_ADMIN_TOKEN"})
@@ -28,16 +31,35 @@ def ray_token_file(data_dir: Path) -> Path:
     return path
 
 
-def start_local_ray(data_dir: Path, *, num_cpus: int, log_to_driver: bool, metrics_port: int | None = None) -> None:
+def start_local_ray(
+    data_dir: Path,
+    *,
+    num_cpus: int,
+    log_to_driver: bool,
+    metrics_port: int | None = None,
+    haproxy: bool = True,
+    haproxy_stats_port: int | None = None,
+    haproxy_metrics_port: int | None = None,
+) -> None:
     """ray.init() for this machine only, with token authentication.
 
     `metrics_port`: where Ray's metrics agent serves Prometheus text (`/metrics`), Serve's metrics and the
     service's own (deployments/metrics.py) included; on loopback, like the node. None: a port Ray picks.
+    `haproxy`: Serve's HAProxy ingress in front of the ingress replicas (runtime/haproxy.py: why, and what it
+    exposes); its stats and exporter ports are free ones unless given.
     """
     import ray
 
     use_token_auth(data_dir)
     bind_to_loopback()
+    if haproxy:
+        use_haproxy(
+            stats_port=haproxy_stats_port or free_port(),
+            metrics_port=haproxy_metrics_port or free_port(),
+            fallback_port=free_port(),
+        )
+    else:
+        os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "0"  # not even one this process inherited
     # Serve's direct ingress and leaner replica threads (read by every Ray process at import, so set here, before
     # they start). Measured by `make bench` beside the plain app: the excess latency at one client fell from
     # +30-63 ms to +10-28 ms on every workload, throughput at 16 clients rose on three of four (docs/benchmarks.md).

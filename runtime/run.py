@@ -62,7 +62,13 @@ def main() -> None:
     try:
         first_key = asyncio.run(prepare_store(settings, redis_url))
         start_local_ray(
-            settings.data_dir, num_cpus=os.cpu_count(), log_to_driver=True, metrics_port=settings.metrics_port
+            settings.data_dir,
+            num_cpus=os.cpu_count(),
+            log_to_driver=True,
+            metrics_port=settings.metrics_port,
+            haproxy=settings.haproxy,
+            haproxy_stats_port=settings.haproxy_stats_port,
+            haproxy_metrics_port=settings.haproxy_metrics_port,
         )
         _stop_on_signals()
         deploy(

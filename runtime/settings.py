@@ -22,6 +22,11 @@ class Settings(BaseSettings):
     port: int = 8000
     # Ray's metrics endpoint (Prometheus text at http://127.0.0.1:<port>/metrics) under `make serve`.
     metrics_port: int = Field(default=8080, ge=1, le=65535)
+    # Serve's HAProxy ingress in front of the ingress replicas (runtime/haproxy.py); its read-only stats page and
+    # Prometheus exporter bind every interface, on these ports (unset: free ports chosen at start).
+    haproxy: bool = True
+    haproxy_stats_port: int | None = Field(default=None, ge=1, le=65535)
+    haproxy_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     # Unset: `make serve` starts an embedded valkey-server (password, loopback) with its files under data_dir.
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     data_dir: Path = PROJECT_ROOT / ".data"

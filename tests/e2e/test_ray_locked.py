@@ -113,3 +113,83 @@ def test_ray_logs_hold_no_key_or_admin_token(serve_graph, client, new_key, admin
     assert client.post("/v1/moderate-text", headers={"Authorization": "Bearer mod_wrong"}, json={"text": "x"}).status_code == 401
     found = _secrets_in_ray_logs({"API key": secret, "admin token": admin["Authorization"].removeprefix("Bearer ")})
     assert not found, found
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat_file.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat_file.parent.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _listeners_of(pids: set[int]) -> list[tuple[str, int, str]]:
+    """(local address, port, process name) of every TCP socket in LISTEN state that one of `pids` holds."""
+    by_inode = {}
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":
+                address, _, port = fields[1].partition(":")
+                by_inode[fields[9]] = ("0" * width if set(address) == {"0"} else address, int(port, 16))
+    found = []
+    for pid in pids:
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:
+            continue
+        for link in links:
+            inode = link[len("socket:[") : -1] if link.startswith("socket:[") else None
+            if inode in by_inode:
+                found.append((*by_inode[inode], name))
+    return found
+
+
+def _is_loopback(hex_address: str) -> bool:
+    if len(hex_address) == 8:  # IPv4, little-endian: 127.x.x.x
+        return hex_address.endswith("7F")
+    # IPv6 ::1, or ::ffff:127.x.x.x
+    return hex_address == "00000000000000000000000001000000" or (
+        hex_address.startswith("0000000000000000FFFF0000") and hex_address.endswith("7F")
+    )
+
+
+def _grpc_answer_without_token(port: int):
+    import grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.unary_unary("/ray.serve.ASGIService/HandleRequest", request_serializer=None,
+                                   response_deserializer=None)
+        try:
+            call(b"", timeout=10)
+        except grpc.RpcError as error:
+            return error.code()
+    return "answered"
+
+
+def test_only_haproxy_stats_and_token_guarded_grpc_listen_beyond_loopback(serve_graph):
+    """Everything of the graph listens on loopback, except (runtime/haproxy.py, SECURITY.md) HAProxy's read-only
+    stats page and exporter, on the ports we chose, and Ray's inter-replica gRPC servers, which refuse a caller
+    without the cluster's token."""
+    import grpc
+
+    listeners = _listeners_of(_descendants(os.getpid()))
+    assert any(name == "haproxy" for _, _, name in listeners), "HAProxy is the graph's ingress"
+    exposed = [(port, name) for address, port, name in listeners if not _is_loopback(address)]
+    haproxy_ports = {int(os.environ["RAY_SERVE_HAPROXY_STATS_PORT"]), int(os.environ["RAY_SERVE_HAPROXY_METRICS_PORT"])}
+    assert {port for port, name in exposed if name == "haproxy"} == haproxy_ports, exposed
+    replicas = [port for port, name in exposed if name != "haproxy"]
+    assert all(name.startswith("ray::ServeRepl") for port, name in exposed if name != "haproxy"), exposed
+    assert replicas, "each replica has an inter-deployment gRPC server"
+    for port in replicas:
+        assert _grpc_answer_without_token(port) == grpc.StatusCode.UNAUTHENTICATED, port

