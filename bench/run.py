@@ -1,7 +1,7 @@
 """`make bench`: the graph, the plain app and the raw limit of this machine on the same workloads, then
 docs/benchmarks.md, docs/benchmarks.png and, last, the `bench: ...` ratio line.
 
-    python -m bench.run [--quick] [--levers throughput_optimized,haproxy | --levers none]
+    python -m bench.run [--quick] [--levers without_haproxy,throughput_optimized | --levers none]
 
 Bounded on purpose (a few minutes on two shared cores): every point stops at a request count or a time limit.
 Traffic goes to 127.0.0.1 only. `--quick` checks the pipeline end to end (text only, concurrency 1 and 8).
@@ -33,9 +33,14 @@ RAY_CPUS = 2
 # Every run's measurements, so that the page and plot can be written again (`--render`) without measuring again.
 RESULTS_PATH = Path(tempfile.gettempdir()) / "moderation-bench-results.pickle"
 # Each lever: environment variables for the whole Ray instance (controller, proxy, replicas), on a graph of its own.
+# The graph itself runs as `make serve` does: throughput mode and the HAProxy ingress (runtime/ray_cluster.py);
+# "without_haproxy" measures what HAProxy buys (Serve's own proxy instead: MODERATION_HAPROXY=0).
+# "two_nodes" is a placement, not an environment: the same graph on two Ray nodes of this machine, models on the
+# second (runtime/ray_cluster.py), so every model call crosses nodes as it would across machines.
 LEVERS = {
+    "without_haproxy": {"MODERATION_HAPROXY": "0"},
+    "two_nodes": {},
     "throughput_optimized": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
-    "haproxy": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1"},
 }
 
 
@@ -158,7 +163,7 @@ def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan):
 
 def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env: dict[str, str],
                   concurrency: tuple[int, ...], plain: Target, plain_pids: set[int],
-                  with_hops: bool) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+                  with_hops: bool, two_nodes: bool = False) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
     """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers), measured side by
     side with the plain app. Returns the graph's column, the plain app's points beside it, and the hop timings."""
     # RAY_ADDRESS=local: a Ray instance of its own, never one that `ray start` left on this machine (ray.init()
@@ -168,7 +173,8 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
     os.environ.update(ray_env)  # before ray.init: the controller and proxy inherit it; replicas get it from runtime_env
     column, hops = Column(), {}
     try:
-        with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS) as graph:
+        with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS,
+                         two_nodes=two_nodes) as graph:
             target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
             column.settle = service.settle(warm_rounds(target, workloads, plan),
                                            min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
@@ -203,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="text only, concurrency 1 and 8, short points")
     parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
                         help=f"comma-separated, of {', '.join(LEVERS)}, or 'none' "
-                             "(default: throughput_optimized; none with --quick)")
+                             "(default: without_haproxy,two_nodes; none with --quick)")
     parser.add_argument("--render", type=Path, metavar="PICKLE",
                         help=f"write the page and plot again from a saved run (every run saves to {RESULTS_PATH})")
     args = parser.parse_args(argv)
@@ -211,9 +217,8 @@ def main(argv: list[str] | None = None) -> None:
         finish(pickle.loads(args.render.read_bytes()))
         return
     plan = QUICK if args.quick else FULL
-    # runtime/ray_cluster.py now sets RAY_SERVE_THROUGHPUT_OPTIMIZED=1 for the graph itself, so by default no
-    # lever graph runs beside it; `--levers throughput_optimized,haproxy` still measures them.
-    levers = args.levers if args.levers is not None else "none"
+    # By default the graph without HAProxy and the graph on two nodes run beside it, every run.
+    levers = args.levers if args.levers is not None else ("none" if args.quick else "without_haproxy,two_nodes")
     levers = [] if levers == "none" else [lever.strip() for lever in levers.split(",") if lever.strip()]
     unknown = set(levers) - set(LEVERS)
     if unknown:
@@ -250,7 +255,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"graph with lever {lever}, side by side with the plain app ...", flush=True)
             try:
                 column, beside, _ = measure_graph(Path(workdir) / lever, plan, workloads, LEVERS[lever],
-                                                  plan.lever_concurrency, plain, plain_pids, with_hops=False)
+                                                  plan.lever_concurrency, plain, plain_pids, with_hops=False,
+                                                  two_nodes=lever == "two_nodes")
                 column.plain_beside = beside
                 results.columns[lever] = column
             except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark

@@ -62,13 +62,15 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     from runtime.deploy import deploy, read_serve_config, wait_until_running
     from runtime.embedded_store import EmbeddedStore
     from runtime.local_graph import free_port, wait_until_healthy
-    from runtime.ray_cluster import LOOPBACK, use_token_auth
+    from runtime.ray_cluster import LOOPBACK, use_serve_ingress, use_token_auth
 
     store = EmbeddedStore(workdir / "redis")
     redis_url = store.start()
     cluster = None
     try:
         use_token_auth(workdir)  # the nodes' processes inherit it, as `make serve`'s do
+        # HAProxy as under `make serve`, on ports of its own: the session graph's (inherited) are taken.
+        use_serve_ingress(haproxy=True)
         loopback = {"node_ip_address": LOOPBACK}
         cluster = Cluster(initialize_head=True, head_node_args={**loopback, "include_dashboard": False, **nodes[0]})
         for node in nodes[1:]:
