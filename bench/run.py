@@ -35,11 +35,8 @@ RESULTS_PATH = Path(tempfile.gettempdir()) / "moderation-bench-results.pickle"
 # Each lever: environment variables for the whole Ray instance (controller, proxy, replicas), on a graph of its own.
 # The graph itself runs as `make serve` does: throughput mode and the HAProxy ingress (runtime/ray_cluster.py);
 # "without_haproxy" measures what HAProxy buys (Serve's own proxy instead: MODERATION_HAPROXY=0).
-# "two_nodes" is a placement, not an environment: the same graph on two Ray nodes of this machine, models on the
-# second (runtime/ray_cluster.py), so every model call crosses nodes as it would across machines.
 LEVERS = {
     "without_haproxy": {"MODERATION_HAPROXY": "0"},
-    "two_nodes": {},
     "throughput_optimized": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
 }
 
@@ -163,7 +160,7 @@ def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan):
 
 def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env: dict[str, str],
                   concurrency: tuple[int, ...], plain: Target, plain_pids: set[int],
-                  with_hops: bool, two_nodes: bool = False) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+                  with_hops: bool) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
     """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers), measured side by
     side with the plain app. Returns the graph's column, the plain app's points beside it, and the hop timings."""
     # RAY_ADDRESS=local: a Ray instance of its own, never one that `ray start` left on this machine (ray.init()
@@ -173,8 +170,7 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
     os.environ.update(ray_env)  # before ray.init: the controller and proxy inherit it; replicas get it from runtime_env
     column, hops = Column(), {}
     try:
-        with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS,
-                         two_nodes=two_nodes) as graph:
+        with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS) as graph:
             target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
             column.settle = service.settle(warm_rounds(target, workloads, plan),
                                            min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
@@ -209,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="text only, concurrency 1 and 8, short points")
     parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
                         help=f"comma-separated, of {', '.join(LEVERS)}, or 'none' "
-                             "(default: without_haproxy,two_nodes; none with --quick)")
+                             "(default: without_haproxy; none with --quick)")
     parser.add_argument("--render", type=Path, metavar="PICKLE",
                         help=f"write the page and plot again from a saved run (every run saves to {RESULTS_PATH})")
     args = parser.parse_args(argv)
@@ -217,8 +213,8 @@ def main(argv: list[str] | None = None) -> None:
         finish(pickle.loads(args.render.read_bytes()))
         return
     plan = QUICK if args.quick else FULL
-    # By default the graph without HAProxy and the graph on two nodes run beside it, every run.
-    levers = args.levers if args.levers is not None else ("none" if args.quick else "without_haproxy,two_nodes")
+    # By default the graph without HAProxy runs beside it, so the page shows what HAProxy buys, every run.
+    levers = args.levers if args.levers is not None else ("none" if args.quick else "without_haproxy")
     levers = [] if levers == "none" else [lever.strip() for lever in levers.split(",") if lever.strip()]
     unknown = set(levers) - set(LEVERS)
     if unknown:
@@ -255,8 +251,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"graph with lever {lever}, side by side with the plain app ...", flush=True)
             try:
                 column, beside, _ = measure_graph(Path(workdir) / lever, plan, workloads, LEVERS[lever],
-                                                  plan.lever_concurrency, plain, plain_pids, with_hops=False,
-                                                  two_nodes=lever == "two_nodes")
+                                                  plan.lever_concurrency, plain, plain_pids, with_hops=False)
                 column.plain_beside = beside
                 results.columns[lever] = column
             except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark

@@ -18,7 +18,7 @@ import httpx
 
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore, free_port  # free_port: the tests and bench take it from here
-from runtime.ray_cluster import place_on_two_nodes, start_local_ray, start_two_node_cluster
+from runtime.ray_cluster import start_local_ray
 from runtime.settings import PROJECT_ROOT, Settings
 
 
@@ -40,13 +40,9 @@ def local_graph(
     num_cpus: int = 2,
     timeout_s: float = 600,
     haproxy: bool | None = None,
-    two_nodes: bool = False,
 ) -> Iterator[LocalGraph]:
-    """The graph of serve_config.yaml with an embedded store (and an admin listener with `admin_token`).
-
-    `two_nodes`: on two Ray nodes of this machine, num_cpus / 2 each, the models on the second
-    (runtime/ray_cluster.py `start_two_node_cluster`); else one Ray node, as `make serve` runs it.
-    """
+    """The graph of serve_config.yaml on one Ray node, with an embedded store (and an admin listener with
+    `admin_token`), as `make serve` runs it."""
     import ray
     from ray import serve
 
@@ -63,15 +59,11 @@ def local_graph(
         redis_password_file=redis_server.password_path,
         env_vars=env_vars,
     )
-    admin_server = cluster = None
+    admin_server = None
     try:
         # None: as `make serve` would (MODERATION_HAPROXY, read now: the benchmark's levers set it).
         use_haproxy = Settings().haproxy if haproxy is None else haproxy
-        if two_nodes:
-            cluster = start_two_node_cluster(Path(workdir), cpus_per_node=max(1, num_cpus // 2), haproxy=use_haproxy)
-            config = place_on_two_nodes(config)
-        else:
-            start_local_ray(Path(workdir), num_cpus=num_cpus, log_to_driver=False, haproxy=use_haproxy)
+        start_local_ray(Path(workdir), num_cpus=num_cpus, log_to_driver=False, haproxy=use_haproxy)
         deploy(config)
         wait_until_running(timeout_s=timeout_s)
         base_url = f"http://127.0.0.1:{port}"
@@ -89,8 +81,6 @@ def local_graph(
         if ray.is_initialized():
             serve.shutdown()
             ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
         redis_server.stop()
 
 

@@ -80,55 +80,6 @@ def use_serve_ingress(haproxy: bool, stats_port: int | None = None, metrics_port
     os.environ.setdefault("RAY_SERVE_THROUGHPUT_OPTIMIZED", "1")
 
 
-def start_two_node_cluster(data_dir: Path, *, cpus_per_node: int, haproxy: bool = True):
-    """Two raylets on this machine, on loopback, with token authentication: the head (resource `ingress_node`)
-    and a second node (resource `model_node`); `place_on_two_nodes` puts the deployments on them.
-
-    For the benchmark's one-node / two-node comparison: the same cores split into two Ray nodes, so every model
-    call crosses nodes as it would across machines. Returns the `ray.cluster_utils.Cluster` (call `shutdown()`).
-    Loopback comes from the nodes' address here, not from `bind_to_loopback`, which would turn multi-node off.
-    """
-    import ray
-    import ray._private.ray_constants as ray_constants
-    from ray.cluster_utils import Cluster
-
-    # A one-node graph started earlier in this process (the benchmark's) turned multi-node off: turn it back on.
-    os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-    ray_constants.ENABLE_RAY_CLUSTER = True
-    use_token_auth(data_dir)
-    use_serve_ingress(haproxy)
-    loopback = {"node_ip_address": LOOPBACK}
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={**loopback, "include_dashboard": False, "num_cpus": cpus_per_node,
-                        "resources": {"ingress_node": 1}},
-    )
-    cluster.add_node(**loopback, num_cpus=cpus_per_node, resources={"model_node": 1})
-    ray.init(address=cluster.address, log_to_driver=False)
-    return cluster
-
-
-# Deployment -> the node resource it is pinned to, and its CPU share there: the models' 0.4 x 2 replicas each
-# would not fit one node of 1 CPU, so on two nodes each model replica takes 0.25 (4 x 0.25 = 1).
-TWO_NODE_PLACEMENT = {
-    "ModerationIngress": ("ingress_node", None),
-    "Policy": ("ingress_node", None),
-    "ImageModel": ("model_node", 0.25),
-    "TextModel": ("model_node", 0.25),
-}
-
-
-def place_on_two_nodes(config: dict) -> dict:
-    """The Serve config with the ingress and Policy on the head and both model deployments on the second node."""
-    for entry in config["applications"][0]["deployments"]:
-        resource, cpus = TWO_NODE_PLACEMENT[entry["name"]]
-        options = entry.setdefault("ray_actor_options", {})
-        options["resources"] = {resource: 0.01}
-        if cpus is not None:
-            options["num_cpus"] = cpus
-    return config
-
-
 def bind_to_loopback() -> None:
     """Every Ray process of this instance listens on 127.0.0.1 only.
 

@@ -34,15 +34,3 @@ def test_model_deployments_autoscale():
         scaling = deployments()[name]["autoscaling_config"]
         assert scaling["max_replicas"] > scaling["min_replicas"] >= 1
 
-
-def test_on_two_nodes_of_one_cpu_each_node_fits_its_deployments_at_max_replicas():
-    from runtime.ray_cluster import place_on_two_nodes
-
-    config = yaml.safe_load((PROJECT_ROOT / "serve_config.yaml").read_text())
-    used: dict[str, float] = {}
-    for entry in place_on_two_nodes(config)["applications"][0]["deployments"]:
-        (resource,) = entry["ray_actor_options"]["resources"]
-        replicas = entry.get("autoscaling_config", {}).get("max_replicas", entry.get("num_replicas", 1))
-        used[resource] = used.get(resource, 0.0) + replicas * entry["ray_actor_options"]["num_cpus"]
-    assert set(used) == {"ingress_node", "model_node"}
-    assert used["model_node"] <= 1.0 and used["ingress_node"] <= 1.0, used
