@@ -2,8 +2,9 @@
 
 Why: with it, a request goes client -> HAProxy (C, event-driven) -> the ingress replica's HTTP server, instead of
 client -> Serve's Python proxy -> a Ray call -> the ingress replica. Measured by `make bench` (docs/benchmarks.md,
-the "without_haproxy" lever beside the default graph): short text at 16 clients went from 56 to 118 req/s and the
-p50 at one client from 33 to 16 ms on this 2-core machine; Serve's proxy alone burned 7 ms of CPU per request.
+the "without_haproxy" lever beside the default graph) on a 2-core machine: short text at 16 clients 53 -> 99 req/s,
+images 37 -> 63 req/s, the p50 excess over the plain app at one client +23 -> +11 ms; Serve's proxy alone burned
+about 7 ms of CPU per request.
 
 What it exposes (checked by tests/e2e/test_ray_locked.py):
 - HAProxy's frontend binds `http_options.host` (127.0.0.1 under `make serve`), and each ingress replica's direct
