@@ -75,3 +75,16 @@ def test_nonsense_store_settings_are_refused_at_start(monkeypatch, name, value):
     monkeypatch.setenv(f"MODERATION_{name}", value)
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_haproxy_is_on_by_default_with_ports_chosen_at_start(monkeypatch):
+    for name in environment_names():
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings()
+    assert (settings.haproxy, settings.haproxy_stats_port, settings.haproxy_metrics_port) == (True, None, None)
+    monkeypatch.setenv("MODERATION_HAPROXY", "0")
+    monkeypatch.setenv("MODERATION_HAPROXY_STATS_PORT", "18404")
+    assert (Settings().haproxy, Settings().haproxy_stats_port) == (False, 18404)
+    monkeypatch.setenv("MODERATION_HAPROXY_METRICS_PORT", "70000")
+    with pytest.raises(ValidationError):
+        Settings()
