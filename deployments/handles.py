@@ -1,4 +1,13 @@
-"""The ingress's model backends under Ray Serve: calls to the deployments' handles."""
+"""The ingress's model backends under Ray Serve: calls to the deployments' handles.
+
+How an upload reaches the ImageModel: by reference, through Ray's object store, not inside the gRPC message that
+Serve's throughput mode uses between replicas. That message is capped at 4 MiB on the receiving replica
+(RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH), and a phone photo is 3-8 MB: over the cap every upload failed as a
+503. Raising the cap was measured against the object store (`python -m bench.transport`, docs/image-models.md):
+by reference is as fast for small uploads and several times faster from 4 MiB up (the bytes are written once to
+shared memory instead of being framed, copied and parsed by gRPC), with less private memory in the replica, and it
+has no size cap. Texts and decisions stay on gRPC: a request's texts are far below the cap (moderation/transport.py).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +28,8 @@ from moderation.errors import Overloaded
 
 class ServeBackends:
     def __init__(self, image: DeploymentHandle, text: DeploymentHandle, policy: DeploymentHandle):
-        self._image, self._text, self._policy = image, text, policy
+        self._image = image.options(_by_reference=True)  # see the module docstring
+        self._text, self._policy = text, policy
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage:
         return unwrapped(await _unless_full(self._image.score_upload.remote(upload), "image"))

@@ -25,6 +25,12 @@ BETA_CATEGORIES = ("weapon", "violence", "threat", "sexual")
 PRIMARY_CATEGORIES = {"image": "nsfw", "text": "toxic"}
 
 MIB = 1024 * 1024
+# The largest input limits an operator may give a plan. Images: a phone photo is 3-8 MB, a 4K PNG screenshot up to
+# about 25 MB; every upload is held in memory while it is checked and scored, so no more than this. Texts: a batch of
+# them (at most ten times the limit, moderation/flow.py) must fit one message to the text model
+# (moderation/model_messages.py), which `make serve` checks against the transport at start.
+MAX_IMAGE_BYTES = 64 * MIB
+MAX_TEXT_CHARS = 100_000
 
 
 class _Strict(BaseModel):
@@ -39,9 +45,9 @@ class Plan(_Strict):
     monthly_quota: int = Field(ge=0)
     rate_per_second: float = Field(gt=0)
     burst: int = Field(ge=1)
-    image_max_bytes: int = Field(default=10 * MIB, ge=1)
+    image_max_bytes: int = Field(default=10 * MIB, ge=1, le=MAX_IMAGE_BYTES)
     image_max_pixels: int = Field(default=40_000_000, ge=1)
-    text_max_chars: int = Field(default=20_000, ge=1)
+    text_max_chars: int = Field(default=20_000, ge=1, le=MAX_TEXT_CHARS)
 
     def covers(self, kind: ContentKind) -> bool:
         return self.scope == "both" or self.scope == {"image": "images", "text": "text"}[kind]

@@ -6,6 +6,7 @@ has no key, one is created for the default plan and profile and printed once. Ra
 loopback with token authentication (runtime.ray_cluster); with MODERATION_ADMIN_TOKEN set,
 the admin API listens on its own loopback port in this process (runtime.admin_server), so
 the token never reaches a replica. Everything started here is stopped here, in reverse order.
+Before any of it, runtime.preflight checks the ports and the transport, and refuses to start in one line.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 import threading
 
 from runtime.admin_server import AdminServer
 from runtime.bootstrap import prepare_store
 from runtime.embedded_store import EmbeddedStore
+from runtime.preflight import StartRefused, preflight
 from runtime.ray_cluster import replica_env, start_local_ray
 from runtime.settings import get_settings
 
@@ -46,6 +49,11 @@ def _ignore_signals() -> None:
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = get_settings()
+    try:
+        preflight(settings)  # before anything starts: a refusal leaves nothing running
+    except StartRefused as refusal:
+        print(f"Not starting: {refusal}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
     redis_server = admin_server = None
     redis_url = settings.redis_url

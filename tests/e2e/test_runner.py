@@ -11,6 +11,7 @@ import time
 
 import httpx
 import pytest
+from support.processes import processes_of_session
 
 from runtime.local_graph import free_port
 from runtime.settings import PROJECT_ROOT
@@ -51,28 +52,6 @@ def stop(process: subprocess.Popen, timeout_s: float = 60) -> int:
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-
-
-def processes_of_session(session_id: int, settle_s: float = 15) -> list[str]:
-    """The live processes of the session, once it has had `settle_s` to wind down.
-
-    Zombies (exited, not yet reaped by init: state Z, empty command line) do not count; a process that is still
-    running after `settle_s` does.
-    """
-    deadline = time.monotonic() + settle_s
-    while True:
-        found = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if os.getsid(int(pid)) == session_id:
-                    state = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0]
-                    if state != "Z":
-                        found.append(open(f"/proc/{pid}/cmdline").read().replace("\0", " ")[:80])
-            except (ProcessLookupError, FileNotFoundError, PermissionError):
-                pass
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
 
 
 def test_first_start_prints_a_key_once_and_a_restart_keeps_everything(tmp_path):

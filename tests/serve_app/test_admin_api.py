@@ -11,6 +11,8 @@ from serve_app.app import create_admin_app, create_app
 from serve_app.errors import RateLimited, Unauthorized
 from serve_app.services import Services
 
+from policy.types import MAX_IMAGE_BYTES, MAX_TEXT_CHARS
+
 
 def test_the_public_app_never_serves_the_admin_api(redis_url):
     services = Services.connect(redis_url, StubBackends())
@@ -86,6 +88,14 @@ def test_invalid_profile_is_400(api, body):
 def test_invalid_plan_is_400(api):
     response = api.client.put("/admin/v1/plans/bad", json={"scope": "video"}, headers=api.admin)
     assert_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("field, largest", [("image_max_bytes", MAX_IMAGE_BYTES), ("text_max_chars", MAX_TEXT_CHARS)])
+def test_a_plan_limit_above_the_largest_an_operator_may_set_is_400(api, field, largest):
+    plan = {"scope": "both", "monthly_quota": 10, "rate_per_second": 1, "burst": 1}
+    assert_error(api.client.put("/admin/v1/plans/big", json={**plan, field: largest + 1}, headers=api.admin),
+                 400, "invalid_request")
+    api.put_plan("big", **plan, **{field: largest})  # the largest itself is allowed
 
 
 def test_unknown_plan_or_profile_is_404(api):

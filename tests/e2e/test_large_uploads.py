@@ -1,0 +1,71 @@
+"""Uploads of every size the plan admits, through the real graph: scored, or refused with their own 4xx, never a 503.
+
+Between replicas Serve's throughput mode sends a call as one gRPC message, capped at 4 MiB; uploads go to the
+ImageModel by reference (the object store) instead, so a phone photo is not a 503. Each upload here is above 4 MiB.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from support.big_images import animated_gif, gif_of_tiny_frames, photo_of_size
+
+pytestmark = pytest.mark.e2e
+MIB = 1024 * 1024
+GRPC_DEFAULT_CAP = 4 * MIB
+
+
+@pytest.fixture(scope="module")
+def plan_limit(admin_client) -> int:
+    return admin_client.get("/admin/v1/plans/default").json()["image_max_bytes"]
+
+
+def used_units(admin_client, account: str) -> int:
+    return admin_client.get(f"/admin/v1/accounts/{account}/usage").json()["used"]
+
+
+@pytest.mark.parametrize("image_format", ["JPEG", "PNG"])
+def test_a_photo_just_under_the_plans_byte_limit_is_scored(client, admin_client, new_key, plan_limit, image_format):
+    photo = photo_of_size(plan_limit - MIB, plan_limit, image_format)
+    assert GRPC_DEFAULT_CAP < len(photo) < plan_limit
+    account = f"big-{image_format.lower()}"
+    response = client.post("/v1/moderate", headers=new_key(account=account), files={"image": ("p", photo)})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["decision"] == "allow" and body["scores"]["nsfw"] < 0.3  # the astronaut, scored for real
+    assert used_units(admin_client, account) == 1
+
+
+def test_a_photo_just_over_the_plans_byte_limit_is_413(client, admin_client, new_key, plan_limit):
+    photo = photo_of_size(plan_limit + 1, plan_limit + MIB)
+    response = client.post("/v1/moderate", headers=new_key(account="over"), files={"image": ("p.jpg", photo)})
+    assert response.status_code == 413, response.text
+    assert response.json()["error"]["code"] == "image_too_large"
+    assert used_units(admin_client, "over") == 0
+
+
+def test_an_animated_gif_of_a_few_megabytes_is_scored(client, new_key):
+    gif = animated_gif()
+    assert len(gif) > GRPC_DEFAULT_CAP
+    response = client.post("/v1/moderate", headers=new_key(), files={"image": ("a.gif", gif)})
+    assert response.status_code == 200, response.text
+    assert response.json()["scores"]["nsfw"] < 0.3
+
+
+def test_nine_megabytes_of_random_bytes_are_400_invalid_image(client, admin_client, new_key):
+    response = client.post("/v1/moderate", headers=new_key(account="noise"),
+                           files={"image": ("x.jpg", os.urandom(9 * MIB))})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_image"
+    assert used_units(admin_client, "noise") == 0  # the unit taken before decoding was given back
+
+
+@pytest.mark.parametrize("screen", [(1, 1), (6000, 6000)])
+def test_a_gif_of_300000_frames_is_scored_on_the_frames_that_fit_the_budget(client, new_key, screen):
+    # 4.3 MB of one-pixel frames; on a 36 MP screen only two frames fit the decoding budget.
+    bomb = gif_of_tiny_frames(300_000, screen)
+    assert len(bomb) > GRPC_DEFAULT_CAP
+    response = client.post("/v1/moderate", headers=new_key(), files={"image": ("b.gif", bomb)})
+    assert response.status_code == 200, response.text
+    assert response.json()["decision"] == "allow"

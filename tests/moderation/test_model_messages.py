@@ -1,0 +1,28 @@
+"""The largest message a request sends to the text model, as the start-up check counts it, is never an undercount."""
+
+from __future__ import annotations
+
+from ray import cloudpickle  # what Serve pickles a call's arguments with
+
+from models.text_scoring import TextRequest
+from moderation.flow import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS
+from moderation.model_messages import largest_text_message_bytes
+from policy.types import MAX_TEXT_CHARS, TEXT_CATEGORIES
+
+RAY_DEFAULT_REPLICA_MESSAGE_CAP = 4 * 1024 * 1024
+
+
+def test_a_full_batch_of_four_byte_characters_pickles_within_the_count():
+    text_max_chars = 2_000
+    per_text = BATCH_TEXT_LIMITS * text_max_chars // MAX_BATCH_ITEMS  # the batch's whole allowance, spread out
+    # 4 bytes each in UTF-8, the most a character takes; all different (pickle stores a repeated object once)
+    texts = [chr(0x1F600 + i) * per_text for i in range(MAX_BATCH_ITEMS)]
+    requests = [TextRequest(text=text, categories=TEXT_CATEGORIES) for text in texts]
+    pickled = len(cloudpickle.dumps(requests))
+    assert pickled <= largest_text_message_bytes(text_max_chars)
+    # ... and the count is not padded beyond use: the envelope is the gap, and it is far from the characters.
+    assert largest_text_message_bytes(text_max_chars) - pickled < 64 * 1024
+
+
+def test_the_largest_plan_a_default_install_admits_fits_rays_default_cap():
+    assert largest_text_message_bytes(MAX_TEXT_CHARS) <= RAY_DEFAULT_REPLICA_MESSAGE_CAP
