@@ -15,10 +15,12 @@ from bench.load import Point
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 HEADLINE_CLIENTS = 16
-RATIO_KEYS = {"image_vs_plain": "image_default", "strict_vs_plain": "image_strict", "text_vs_plain": "text"}
+RATIO_KEYS = {"image_vs_plain": "image_default", "strict_vs_plain": "image_strict", "phone_vs_plain": "image_phone",
+              "text_vs_plain": "text"}
 LABELS = {
     "image_default": 'image, nsfw only (profile "default")',
     "image_strict": 'image, nsfw + weapon + violence (profile "strict")',
+    "image_phone": 'phone-sized photo, nsfw only (4 JPEGs of 4-8 MB, up to 4456x4456 px; profile "default")',
     "text": "short text (8 texts of 7-493 chars, one per request)",
     "batch_text": "batch text (the same 8 texts in one request)",
 }

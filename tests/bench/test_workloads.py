@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from support.api import Api, StubBackends, public_and_admin
 
 from bench import service
-from bench.inputs import TEXTS, photo_jpegs
+from bench.inputs import PHONE_PHOTO_MB, TEXTS, phone_jpegs, photo_jpegs
 from serve_app.services import Services
 
 
@@ -25,6 +25,7 @@ def api(redis_url: str):
     service.text_workload("text", list(TEXTS)),
     service.batch_text_workload("batch_text", list(TEXTS)),
     service.image_workload("image_default", "default", photo_jpegs()[:1]),
+    service.image_workload("image_phone", "default", phone_jpegs()),
 ], ids=lambda w: w.name)  # fmt: skip
 def test_each_workload_body_is_accepted(api, workload):
     key = api.new_key(profile=workload.profile)
@@ -33,3 +34,8 @@ def test_each_workload_body_is_accepted(api, workload):
         assert response.status_code == 200, response.text
         if "texts" in body.get("json", {}):
             assert len(response.json()["results"]) == len(body["json"]["texts"]) == len(TEXTS)
+
+
+def test_the_phone_photos_are_phone_sized():
+    sizes = [len(jpeg) for jpeg in phone_jpegs()]
+    assert [low * 1_000_000 <= size < high * 1_000_000 for size, (low, high) in zip(sizes, PHONE_PHOTO_MB)] == [True] * 4
