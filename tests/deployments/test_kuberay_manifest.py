@@ -79,3 +79,12 @@ def test_worker_pods_hold_a_replica_of_each_deployment():
     for group in rayservice()["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
         pod_cpus = float(group["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"])
         assert sum(cpus.values()) <= pod_cpus
+
+
+def test_every_pod_carries_the_largest_request_a_plan_admits():
+    # Uploads go to the ImageModel by reference (no cap); texts ride Serve's inter-replica message, whose cap a pod
+    # must not set below what a batch at the largest plan limit needs (what `make serve` checks at start).
+    from runtime.preflight import check_model_transport
+
+    for container in containers():
+        check_model_transport({variable["name"]: str(variable.get("value", "")) for variable in container.get("env", [])})
