@@ -1,7 +1,9 @@
-"""Rate limit (token bucket per key) and monthly quota (per account, UTC calendar month) in Redis.
+"""Monthly quota (per account, UTC calendar month) in Redis.
 
-Both are checked and taken inside Redis by one Lua script each (`policy.lua`), so concurrent
-requests, on however many replicas, can never take more than there is.
+Checked and taken inside Redis by one Lua script (`policy.lua`), so concurrent requests, on
+however many replicas, can never take more than there is. The rate limit is not here: it is
+taken by `ConfigStore.authorize` (`policy.store`), in the same Redis round trip that finds
+the request's key, plan and profile.
 """
 
 from __future__ import annotations
@@ -28,22 +30,8 @@ def month_of(now: float) -> tuple[str, int]:
 class Limits:
     def __init__(self, redis: Redis):
         self._redis = redis
-        self._take_rate_token = redis.register_script(lua.TAKE_RATE_TOKEN)
         self._take_quota = redis.register_script(lua.TAKE_QUOTA)
         self._give_back_quota = redis.register_script(lua.GIVE_BACK_QUOTA)
-
-    async def take_rate_token(
-        self, key_id: str, rate_per_second: float, burst: int, now: float | None = None
-    ) -> float:
-        """0.0 when admitted, else the seconds until a token is available (for `Retry-After`).
-
-        Without `now` the script reads Redis TIME, so all replicas share one clock.
-        """
-        wait_s = await self._take_rate_token(
-            keys=[redis_keys.rate_bucket(key_id)],
-            args=[rate_per_second, burst, "" if now is None else now],
-        )
-        return float(wait_s)
 
     async def take_quota(self, account: str, monthly_quota: int, now: float | None = None, units: int = 1) -> bool:
         """True when `units` of the month of `now` were taken; False (nothing taken) when they do not fit.

@@ -6,9 +6,11 @@ inside the script, as a prefix in ARGV (also from `policy.redis_keys`); numbers 
 where they are fractional, since Redis would truncate a Lua number to an integer.
 """
 
-# Token bucket of one key. Read, refill, take and write back must be one step: two requests of
-# the same key racing between the read and the write would both spend the same token. A function,
-# so that TAKE_RATE_TOKEN and AUTHORIZE spend tokens in exactly one way.
+# Token bucket of one key, the rate limit, taken by AUTHORIZE below. Read, refill, take and write back
+# must be one step: two requests of the same key racing between the read and the write would both
+# spend the same token. A Lua function of its own so that the bucket's arithmetic reads apart from
+# AUTHORIZE's lookups. A refused take spends nothing: asked again at the same time, the bucket
+# answers the same wait.
 # `now` in seconds, or nil for Redis TIME (so all replicas share one clock). Returns 0 when admitted,
 # else the seconds until a token is available.
 _TAKE_RATE_TOKEN = """
@@ -35,12 +37,6 @@ local function take_rate_token(bucket_key, rate, burst, now)
 end
 """
 
-# KEYS[1] bucket hash; ARGV[1] rate per second, ARGV[2] burst, ARGV[3] now in seconds ("" = Redis TIME).
-# Returns "0" when admitted, else the seconds until a token is available.
-TAKE_RATE_TOKEN = _TAKE_RATE_TOKEN + """
-return string.format('%.17g', take_rate_token(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])))
-"""
-
 # Everything a request needs to know about its caller, in one round trip: the key id under the
 # secret's SHA-256, the key record, its plan and profile, and a token of its rate bucket. One step
 # also means the token is taken at the rate of the plan read with it. A refused key (unknown, gone,
@@ -53,7 +49,7 @@ return string.format('%.17g', take_rate_token(KEYS[1], tonumber(ARGV[1]), tonumb
 # KEYS[1] hash index; ARGV[1] key record prefix, ARGV[2] plan prefix, ARGV[3] profile prefix,
 # ARGV[4] rate bucket prefix, ARGV[5] now in seconds ("" = Redis TIME).
 # Returns {"refused"}, {"unconfigured", key JSON} or {"ok", key JSON, plan JSON, profile JSON, wait}
-# (wait as in TAKE_RATE_TOKEN).
+# (wait as `take_rate_token` returns it: "0" when admitted, else the seconds until a token is available).
 AUTHORIZE = _TAKE_RATE_TOKEN + """
 local key_id = redis.call('GET', KEYS[1])
 if not key_id then

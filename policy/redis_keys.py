@@ -11,7 +11,7 @@ Configuration (`policy.store.ConfigStore`), never expires:
   mod:apikey-sha256:{hex}         string  key id whose secret has this SHA-256; the secret itself is never stored
   mod:apikeys:live                set     ids of the keys that are not revoked (so counting them is O(1))
 
-Limits (`policy.limits.Limits`; the rate bucket also by `ConfigStore.authorize`):
+Limits: the rate bucket (`ConfigStore.authorize`) and the quota (`policy.limits.Limits`):
   mod:rate:{key_id}               hash    token bucket of one key: `tokens` (float), `ts` (seconds, float);
                                           expires once idle long enough to be full again
   mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;

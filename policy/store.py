@@ -105,21 +105,13 @@ class ConfigStore:
                 return record, secret
         raise RuntimeError(f"no free key id in {KEY_CREATE_ATTEMPTS} attempts")
 
-    async def authenticate(self, secret: str) -> ApiKey | None:
-        key_id = await self._redis.get(redis_keys.api_key_by_hash(_sha256_hex(secret)))
-        if key_id is None:
-            return None
-        record = await self.get_key(key_id)
-        if record is None or record.revoked:
-            return None
-        return record
-
     async def authorize(self, secret: str, now: float | None = None) -> Authorized | Unconfigured | None:
         """Authenticates `secret` and takes a token of its key's rate bucket, in one Redis round trip.
 
         None for an unknown or revoked key, Unconfigured for a key whose plan or profile is gone;
-        neither takes a token. Only the secret's SHA-256 goes to Redis. Without `now` the bucket
-        uses Redis TIME, as `Limits.take_rate_token` does, so all replicas share one clock.
+        neither takes a token. This is the service's rate limit (the AUTHORIZE script of `policy.lua`):
+        a token bucket per key, at the rate and burst of the key's plan. Only the secret's SHA-256
+        goes to Redis. Without `now` the bucket uses Redis TIME, so all replicas share one clock.
 
         Nothing is cached in process: the plan and profile come fresh with every call at no extra
         round trip, so an admin change of either, or a revoke, holds from the next request on

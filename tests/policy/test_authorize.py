@@ -8,7 +8,6 @@ import pytest
 from redis.asyncio.connection import AbstractConnection
 
 from policy import redis_keys
-from policy.limits import Limits
 from policy.store import Authorized, ConfigStore, Unconfigured
 from policy.types import CategoryThresholds, Plan, Profile
 
@@ -94,16 +93,41 @@ async def test_a_key_without_its_plan_or_profile_is_unconfigured_and_takes_no_to
     assert await _rate_buckets(redis_client) == []
 
 
-async def test_past_the_rate_the_wait_is_what_take_rate_token_says_for_the_same_bucket(redis_client):
+async def test_past_the_burst_a_key_is_refused_and_told_when_to_retry(redis_client):
     store = await _configured_store(redis_client, _plan(rate_per_second=2, burst=3))
-    record, secret = await store.create_key("acme", "default", "starter")
+    _, secret = await store.create_key("acme", "default", "starter")
     now = 1000.0
     assert [(await store.authorize(secret, now=now)).retry_after_s for _ in range(3)] == [0.0, 0.0, 0.0]
     wait_s = (await store.authorize(secret, now=now + 0.1)).retry_after_s
     assert wait_s == pytest.approx(0.4)
-    # A refused take writes the bucket back unchanged, so the key's own bucket answers the same at that time.
-    assert await Limits(redis_client).take_rate_token(record.id, 2, 3, now=now + 0.1) == wait_s
+    # A refused take spends nothing: asked again at the same time, the bucket answers the same wait.
+    assert (await store.authorize(secret, now=now + 0.1)).retry_after_s == wait_s
+    assert (await store.authorize(secret, now=now + 0.1 + wait_s - 0.01)).retry_after_s > 0
     assert (await store.authorize(secret, now=now + 0.1 + wait_s)).retry_after_s == 0.0
+
+
+async def test_the_bucket_refills_no_further_than_the_burst(redis_client):
+    store = await _configured_store(redis_client, _plan(rate_per_second=1, burst=2))
+    _, secret = await store.create_key("acme", "default", "starter")
+    await store.authorize(secret, now=1000.0)
+    admitted = [(await store.authorize(secret, now=5000.0)).retry_after_s == 0.0 for _ in range(3)]
+    assert admitted == [True, True, False]
+
+
+async def test_rate_buckets_are_per_key_not_per_account(redis_client):
+    store = await _configured_store(redis_client, _plan(rate_per_second=1, burst=1))
+    (_, first), (_, second) = [await store.create_key("acme", "default", "starter") for _ in range(2)]
+    assert (await store.authorize(first, now=1000.0)).retry_after_s == 0.0
+    assert (await store.authorize(first, now=1000.0)).retry_after_s > 0
+    assert (await store.authorize(second, now=1000.0)).retry_after_s == 0.0
+
+
+async def test_a_rate_bucket_expires_once_idle_long_enough_to_be_full(redis_client):
+    store = await _configured_store(redis_client, _plan(rate_per_second=2, burst=10))
+    record, secret = await store.create_key("acme", "default", "starter")
+    await store.authorize(secret, now=1000.0)
+    ttl_ms = await redis_client.pttl(redis_keys.rate_bucket(record.id))
+    assert 5000 <= ttl_ms <= 6000
 
 
 async def test_without_a_time_the_bucket_runs_on_redis_time(redis_client):

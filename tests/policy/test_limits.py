@@ -1,4 +1,4 @@
-"""Rate limit and monthly quota, atomic in Redis."""
+"""The monthly quota, atomic in Redis. The rate limit is tested through `ConfigStore.authorize` (test_authorize.py)."""
 
 from __future__ import annotations
 
@@ -16,43 +16,6 @@ pytestmark = pytest.mark.anyio
 # A month far enough ahead that its counter has not expired.
 JAN_LAST_SECOND = datetime(2090, 1, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
 FEB_FIRST_SECOND = datetime(2090, 2, 1, 0, 0, 0, tzinfo=timezone.utc).timestamp()
-
-
-async def test_rate_limit_refuses_past_burst_and_says_when_to_retry(redis_client):
-    limits = Limits(redis_client)
-    now = 1000.0
-    for _ in range(3):
-        assert await limits.take_rate_token("key_a", rate_per_second=2, burst=3, now=now) == 0.0
-    wait_s = await limits.take_rate_token("key_a", rate_per_second=2, burst=3, now=now)
-    assert wait_s == pytest.approx(0.5)
-    assert await limits.take_rate_token("key_a", 2, 3, now=now + wait_s - 0.01) > 0
-    assert await limits.take_rate_token("key_a", 2, 3, now=now + wait_s) == 0.0
-
-
-async def test_rate_limit_refills_no_further_than_the_burst(redis_client):
-    limits = Limits(redis_client)
-    await limits.take_rate_token("key_a", rate_per_second=1, burst=2, now=1000.0)
-    admitted = [await limits.take_rate_token("key_a", 1, 2, now=5000.0) == 0.0 for _ in range(3)]
-    assert admitted == [True, True, False]
-
-
-async def test_rate_limit_uses_redis_time_when_no_time_is_given(redis_client):
-    limits = Limits(redis_client)
-    assert await limits.take_rate_token("key_a", rate_per_second=0.001, burst=1) == 0.0
-    assert await limits.take_rate_token("key_a", rate_per_second=0.001, burst=1) == pytest.approx(1000, abs=1)
-
-
-async def test_rate_buckets_are_per_key(redis_client):
-    limits = Limits(redis_client)
-    assert await limits.take_rate_token("key_a", 1, 1, now=1000.0) == 0.0
-    assert await limits.take_rate_token("key_a", 1, 1, now=1000.0) > 0
-    assert await limits.take_rate_token("key_b", 1, 1, now=1000.0) == 0.0
-
-
-async def test_rate_bucket_expires_once_idle_long_enough_to_be_full(redis_client):
-    await Limits(redis_client).take_rate_token("key_a", rate_per_second=2, burst=10, now=1000.0)
-    ttl_ms = await redis_client.pttl(redis_keys.rate_bucket("key_a"))
-    assert 5000 <= ttl_ms <= 6000
 
 
 async def test_quota_admits_up_to_the_quota_then_refuses(redis_client):

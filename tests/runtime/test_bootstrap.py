@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.store import ConfigStore
+from policy.store import Authorized, ConfigStore
 from runtime.bootstrap import create_first_key, seed_config
 from runtime.settings import PROJECT_ROOT
 
@@ -25,8 +25,9 @@ async def test_first_start_creates_one_working_key_and_later_starts_none(redis_c
     store = ConfigStore(redis_client)
     await seed_config(store, CONFIG_DIR)
     secret = await create_first_key(store, plan="default", profile="default")
-    key = await store.authenticate(secret)
-    assert (key.plan, key.profile) == ("default", "default")
+    authorized = await store.authorize(secret)
+    assert isinstance(authorized, Authorized)
+    assert (authorized.key.plan, authorized.key.profile) == ("default", "default")
     assert await create_first_key(store, plan="default", profile="default") is None
     assert await store.count_keys() == 1
 
@@ -46,5 +47,5 @@ async def test_prepare_store_seeds_and_creates_the_first_key_once(redis_url, red
 
     settings = SimpleNamespace(config_dir=CONFIG_DIR, default_plan="default", default_profile="default")
     first = await prepare_store(settings, redis_url)
-    assert first and await ConfigStore(redis_client).authenticate(first) is not None
+    assert first and isinstance(await ConfigStore(redis_client).authorize(first), Authorized)
     assert await prepare_store(settings, redis_url) is None
