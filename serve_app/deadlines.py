@@ -61,9 +61,6 @@ class InFlight:
         else:
             self._counts.pop(account, None)
 
-    def held(self, account: str) -> int:
-        return self._counts.get(account, 0)
-
 
 class DeadlineMiddleware:
     def __init__(self, app: ASGIApp, limits: TimeLimits = TimeLimits()):
