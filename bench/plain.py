@@ -84,10 +84,7 @@ def _serve() -> None:
             redis_url,
             LocalBackends(json.loads(os.environ["BENCH_PLAIN_VERSIONS"])),
             inference_timeout_s=settings.inference_timeout_s,
-            body_idle_timeout_s=settings.body_idle_timeout_s,
-            body_timeout_s=settings.body_timeout_s,
-            request_timeout_s=settings.request_timeout_s,
-            max_in_flight_per_account=settings.max_in_flight_per_account,
+            time_limits=settings.time_limits(),
             review_rules=settings.review_rules(),
         )
 

@@ -7,8 +7,10 @@ deployment reads the environment itself. Replicas, batching, autoscaling and mod
 versions come from serve_config.yaml.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Ray reads `build_app`'s annotation as a class to
+# validate the config's `args` into a `BuildArgs`; as a string it would hand over the raw dict.
 
+from pydantic import BaseModel
 from ray.serve import Application
 
 from deployments.image_model import ImageModel
@@ -18,21 +20,26 @@ from deployments.text_model import TextModel
 from runtime.settings import get_settings
 
 
-def build_app(args: dict) -> Application:
-    """`args` may carry `redis_url` (else REDIS_URL of the replicas' environment)."""
+class BuildArgs(BaseModel):
+    """serve_config.yaml's `args` of the application: `{}` there; runtime/deploy.py fills them in under `make serve`."""
+
+    # Unset (or empty): REDIS_URL of the replicas' environment.
+    redis_url: str | None = None
+    # The store's password, as the path of its 0600 file: a password in `args` would end up in Ray's logs.
+    redis_password_file: str | None = None
+
+
+def build_app(args: BuildArgs) -> Application:
     settings = get_settings()
     registry = str(settings.model_registry)
     return ModerationIngress.bind(
         ImageModel.bind(model_registry=registry),
         TextModel.bind(model_registry=registry),
         Policy.bind(),
-        redis_url=args.get("redis_url") or settings.redis_url,
-        redis_password_file=args.get("redis_password_file"),
+        redis_url=args.redis_url or settings.redis_url,
+        redis_password_file=args.redis_password_file,
         inference_timeout_s=settings.inference_timeout_s,
-        body_idle_timeout_s=settings.body_idle_timeout_s,
-        body_timeout_s=settings.body_timeout_s,
-        request_timeout_s=settings.request_timeout_s,
-        max_in_flight_per_account=settings.max_in_flight_per_account,
         config_dir=str(settings.config_dir),
         review_rules=settings.review_rules(),
+        time_limits=settings.time_limits(),
     )

@@ -13,6 +13,7 @@ from deployments.metrics import RequestMetrics
 from policy.review_queue import ReviewRules
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
+from serve_app.deadlines import TimeLimits
 from serve_app.services import Services
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -32,10 +33,7 @@ class ModerationIngress:
         redis_password_file: str | None = None,
         config_dir: str,
         review_rules: ReviewRules | None = None,
-        body_idle_timeout_s: float = 10.0,
-        body_timeout_s: float = 30.0,
-        request_timeout_s: float = 60.0,
-        max_in_flight_per_account: int = 16,
+        time_limits: TimeLimits = TimeLimits(),
     ):
         # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
         password = Path(redis_password_file).read_text().strip() if redis_password_file else None
@@ -44,10 +42,7 @@ class ModerationIngress:
             ServeBackends(image_model, text_model, policy),
             redis_password=password,
             inference_timeout_s=inference_timeout_s,
-            body_idle_timeout_s=body_idle_timeout_s,
-            body_timeout_s=body_timeout_s,
-            request_timeout_s=request_timeout_s,
-            max_in_flight_per_account=max_in_flight_per_account,
+            time_limits=time_limits,
             review_rules=review_rules,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.

@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policy.review_queue import DAY_S, ReviewRules
+from serve_app.deadlines import TimeLimits
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # A guessable admin token would make the admin API's throttle the only defence.
@@ -44,16 +45,17 @@ class Settings(BaseSettings):
     default_profile: str = "default"
     # How long the ingress waits for a model before answering 503.
     inference_timeout_s: float = 30.0
-    # Time bounds of a request in the ingress (serve_app/deadlines.py); no client header lifts them.
+    # Time bounds of a request in the ingress (serve_app/deadlines.py, whose TimeLimits holds the defaults);
+    # no client header lifts them.
     # Longest wait between two chunks of a request body before a 408 request_timeout.
-    body_idle_timeout_s: float = 10.0
+    body_idle_timeout_s: float = TimeLimits.body_idle_timeout_s
     # Longest time for a whole request body, counted from the request's start, before a 408.
-    body_timeout_s: float = 30.0
+    body_timeout_s: float = TimeLimits.body_timeout_s
     # Longest time for a whole request in the ingress before a 503 overloaded; keep it below
     # serve_config.yaml's http_options.request_timeout_s so that the answer is ours.
-    request_timeout_s: float = 60.0
+    request_timeout_s: float = TimeLimits.request_timeout_s
     # Requests of one account that read a body, in progress at once per ingress replica; over it a 429.
-    max_in_flight_per_account: int = 16
+    max_in_flight_per_account: int = TimeLimits.max_in_flight_per_account
 
     # The store (policy/review_queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
@@ -66,6 +68,15 @@ class Settings(BaseSettings):
     escalations_per_day: int = Field(default=1_000, ge=0)
     # A decided review item is kept this many days after its decision, then removed.
     review_retention_days: float = Field(default=30, gt=0)
+
+    def time_limits(self) -> TimeLimits:
+        """The four time bounds above, as the ingress takes them."""
+        return TimeLimits(
+            body_idle_timeout_s=self.body_idle_timeout_s,
+            body_timeout_s=self.body_timeout_s,
+            request_timeout_s=self.request_timeout_s,
+            max_in_flight_per_account=self.max_in_flight_per_account,
+        )
 
     def review_rules(self) -> ReviewRules:
         """The retention and caps above, as the review queue takes them."""

@@ -34,6 +34,9 @@ IGNORED_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-disconnec
 
 @dataclass(frozen=True)
 class TimeLimits:
+    """The bounds above, with their defaults: the one place that holds them (runtime/settings.py reads its
+    defaults from here; the graph builder hands the settings' values to the ingress as one TimeLimits)."""
+
     body_idle_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     request_timeout_s: float = 60.0

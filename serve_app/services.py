@@ -67,10 +67,7 @@ class Services:
         backends: ModelBackends | None,
         *,
         inference_timeout_s: float = 30.0,
-        body_idle_timeout_s: float = TimeLimits.body_idle_timeout_s,
-        body_timeout_s: float = TimeLimits.body_timeout_s,
-        request_timeout_s: float = TimeLimits.request_timeout_s,
-        max_in_flight_per_account: int = TimeLimits.max_in_flight_per_account,
+        time_limits: TimeLimits = TimeLimits(),
         review_rules: ReviewRules | None = None,
         redis_password: str | None = None,
     ) -> Services:
@@ -86,10 +83,5 @@ class Services:
             backends=backends,
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
             feedback=FeedbackStore(redis),
-            time_limits=TimeLimits(
-                body_idle_timeout_s=body_idle_timeout_s,
-                body_timeout_s=body_timeout_s,
-                request_timeout_s=request_timeout_s,
-                max_in_flight_per_account=max_in_flight_per_account,
-            ),
+            time_limits=time_limits,
         )

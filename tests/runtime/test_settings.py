@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from runtime.settings import Settings
+from serve_app.deadlines import TimeLimits
 
 
 def environment_names() -> list[str]:
@@ -88,3 +89,16 @@ def test_haproxy_is_on_by_default_with_ports_chosen_at_start(monkeypatch):
     monkeypatch.setenv("MODERATION_HAPROXY_METRICS_PORT", "70000")
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_the_time_limits_default_to_the_ingress_defaults_and_come_from_the_environment(monkeypatch):
+    for name in environment_names():
+        monkeypatch.delenv(name, raising=False)
+    assert Settings().time_limits() == TimeLimits()
+    monkeypatch.setenv("MODERATION_BODY_IDLE_TIMEOUT_S", "1.5")
+    monkeypatch.setenv("MODERATION_BODY_TIMEOUT_S", "7")
+    monkeypatch.setenv("MODERATION_REQUEST_TIMEOUT_S", "20")
+    monkeypatch.setenv("MODERATION_MAX_IN_FLIGHT_PER_ACCOUNT", "4")
+    assert Settings().time_limits() == TimeLimits(
+        body_idle_timeout_s=1.5, body_timeout_s=7, request_timeout_s=20, max_in_flight_per_account=4
+    )

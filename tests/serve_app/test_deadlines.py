@@ -22,6 +22,7 @@ from support.raw_http import RawRequest
 from policy.store import ConfigStore
 from runtime.bootstrap import load_plans, load_profiles
 from serve_app.app import create_app
+from serve_app.deadlines import TimeLimits
 from serve_app.services import Services
 
 IDLE_S, BODY_S, REQUEST_S, CAP = 1.0, 2.5, 4.0, 2
@@ -49,10 +50,10 @@ def free_port() -> int:
 @pytest.fixture
 def server(redis_url: str):
     backends = SlowBackends()
-    services = Services.connect(
-        redis_url, backends, inference_timeout_s=30,
-        body_idle_timeout_s=IDLE_S, body_timeout_s=BODY_S, request_timeout_s=REQUEST_S, max_in_flight_per_account=CAP,
+    limits = TimeLimits(
+        body_idle_timeout_s=IDLE_S, body_timeout_s=BODY_S, request_timeout_s=REQUEST_S, max_in_flight_per_account=CAP
     )
+    services = Services.connect(redis_url, backends, inference_timeout_s=30, time_limits=limits)
     port = free_port()
     uv = uvicorn.Server(uvicorn.Config(create_app(services), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=uv.run, daemon=True)
