@@ -7,7 +7,7 @@ Key schema: `policy.redis_keys`. Scripts: `policy.lua`.
 What the store keeps is bounded by `ReviewRules`: a reference's report counter expires after its
 last report, an account's reports and escalations per UTC day are capped (`ReportLimitExceeded`,
 nothing counted), a decided item is removed once its retention is over, and a stored reference
-or image_url is at most `MAX_FIELD_CHARS` characters (`InvalidReviewField`).
+or image_url is at most `policy.types.MAX_FIELD_CHARS` characters (`InvalidReviewField`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from policy import lua, redis_keys
-from policy.types import ContentKind, ReviewItem, ReviewReason
+from policy.types import MAX_FIELD_CHARS, ContentKind, ReviewItem, ReviewReason
 
 DECISIONS = ("approved", "rejected")
 # How many ids `list` reads per round trip while it filters by a second criterion.
@@ -30,8 +30,6 @@ _LIST_PAGE = 200
 # adds one item to expire later, so pruning several per decision never falls behind.
 _PRUNE_PER_CALL = 16
 DAY_S = 24 * 3600
-# The API's own limit on `reference` and `image_url` (README), held here too for every caller.
-MAX_FIELD_CHARS = 4096
 
 
 @dataclass(frozen=True)

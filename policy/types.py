@@ -31,6 +31,8 @@ MIB = 1024 * 1024
 # (moderation/model_messages.py), which `make serve` checks against the transport at start.
 MAX_IMAGE_BYTES = 64 * MIB
 MAX_TEXT_CHARS = 100_000
+# The longest `reference` or `image_url`, in characters: what the API accepts and the review queue stores.
+MAX_FIELD_CHARS = 4096
 
 
 class _Strict(BaseModel):

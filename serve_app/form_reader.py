@@ -15,9 +15,14 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 
+from policy.types import MAX_FIELD_CHARS
 from serve_app.errors import InvalidRequest
 
-MAX_FIELD_BYTES = 4096  # reference, image_url and friends
+# Form fields (reference, image_url and friends) are capped in bytes as they stream in, at as many bytes as the
+# character limit allows characters: a UTF-8 character takes 1 to 4 bytes, so a field within the byte cap is
+# always within the character limit, and an ASCII field (every URL, most references) gets the whole limit. A
+# non-ASCII field may be refused below it (at as few as 1,024 four-byte characters): stricter, never looser.
+MAX_FIELD_BYTES = MAX_FIELD_CHARS
 MAX_PARTS = 16
 
 

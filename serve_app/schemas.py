@@ -8,9 +8,9 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from policy.types import Action, Mode, ReviewReason, ReviewStatus
+from policy.types import MAX_FIELD_CHARS, Action, Mode, ReviewReason, ReviewStatus
 
-MAX_REFERENCE_CHARS = 4096
+MAX_REFERENCE_CHARS = MAX_FIELD_CHARS  # reference and image_url: as long as the review queue stores them
 RawScores = TypeVar("RawScores")
 # Review ids come from a Redis counter: up to 18 digits fit an int64; anything else is no item at all.
 REVIEW_ID = re.compile(r"[0-9]{1,18}")
