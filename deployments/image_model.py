@@ -2,7 +2,7 @@
 
 A thin shell: the models come from the registry through `ModelSet`, the scoring
 (frames, categories, cost per request) lives in `models.image_scoring.ImageScorer`, the
-bounded decoding in `models.image_limits.ImageDecoder`. The ingress sends an upload's bytes
+bounded decoding in `models.decode_pool.ImageDecoder`. The ingress sends an upload's bytes
 (`score_upload`); each request decodes on its own, then waits in the batch for the models.
 """
 
@@ -18,7 +18,7 @@ from deployments.batching import BatchSettings, replica_max_ongoing_requests
 from deployments.metrics import record_batch
 from deployments.threads import limit_compute_threads
 from models.image_decoding import ImageRefused
-from models.image_limits import ImageDecoder
+from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
 from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries

@@ -3,7 +3,7 @@
 Why decode on the model side: an upload is tens of KB, its decoded frames up to a few MB each; pickling frames from
 the ingress to an ImageModel replica cost 9-15 ms a request, and decoding in the single ingress made that replica
 the graph's bottleneck. So the ingress (after taking the quota unit) sends the bytes, and the replica decodes them
-with the same bounded decoder (``models.image_limits.ImageDecoder``) before scoring.
+with the same bounded decoder (``models.decode_pool.ImageDecoder``) before scoring.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from models.image_decoding import ImageRefused
-from models.image_limits import ImageDecoder
+from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from models.image_limits import ImageDecoder
+from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
 from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
-from models.image_limits import DecodeBusy
+from models.decode_pool import DecodeBusy
 from moderation import errors as flow
 from policy.review_queue import (
     InvalidReviewField,

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from models.image_decoding import DecodeTimeout, ImageRefused, ImageTooLarge, InvalidImage
-from models.image_limits import DecodeBusy, ImageDecoder
+from models.decode_pool import DecodeBusy, ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
 from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score, unwrapped
 from PIL import Image

@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
-from models.image_limits import DecodeBusy
+from models.decode_pool import DecodeBusy
 from moderation import errors as flow
 from policy.review_queue import (
     InvalidReviewField,

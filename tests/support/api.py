@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fastapi.testclient import TestClient
 from PIL import Image
 
-from models.image_limits import ImageDecoder
+from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
 from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from policy.decisions import decide

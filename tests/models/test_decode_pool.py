@@ -1,3 +1,5 @@
+"""The decode pool (models/decode_pool.py): busy past its cap, the deadline, errors passed through."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,7 +11,7 @@ import pytest
 from PIL import Image
 
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
-from models.image_limits import DecodeBusy, ImageDecoder
+from models.decode_pool import DecodeBusy, ImageDecoder
 
 SLOW_MAX_PIXELS = 80_000_000  # under Pillow's own bomb limit (89 M), so the slow GIF below is accepted
 

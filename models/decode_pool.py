@@ -1,4 +1,4 @@
-"""A deadline and a concurrency cap around ``decode_image``, for whoever decodes uploads.
+"""The decode pool: a deadline and a concurrency cap around ``decode_image``, for whoever decodes uploads.
 
 Under Ray Serve that is each ImageModel replica (the upload's bytes travel to it, not decoded frames); in the
 plain app, the one process.
