@@ -14,7 +14,11 @@ from typing import Protocol
 TOXIC = "toxic"
 
 
-class TextModel(Protocol):
+class TextPredictor(Protocol):
+    """What the scorer needs of a loaded text model (`models.text_toxicity.TextToxicityModel`,
+    `models.hf_loader.TransformersTextModel`, whatever the registry loads for `text.toxic`): per text,
+    a score for every category the model serves. Not the `TextModel` Ray deployment, which serves a scorer."""
+
     def predict(self, texts: list[str]) -> list[dict[str, float]]: ...
 
 
@@ -35,7 +39,7 @@ class CategoryNotServed(LookupError):
 
 
 class TextScorer:
-    def __init__(self, model: TextModel, version: str) -> None:
+    def __init__(self, model: TextPredictor, version: str) -> None:
         self._model = model
         self.version = version
 
