@@ -92,7 +92,9 @@ def day_of(now: float) -> tuple[str, int, float]:
 
 
 @dataclass(frozen=True)
-class ReportResult:
+class CountedReport:
+    """One report, counted: the reference's reports so far, and the review item they escalated to, if any."""
+
     reference: str
     reports: int
     escalated: bool
@@ -253,7 +255,7 @@ class ReviewQueue:
 
     async def report(
         self, *, account: str, reference: str, image_url: str | None, threshold: int, now: float | None = None
-    ) -> ReportResult:
+    ) -> CountedReport:
         """Counts one report; the report that takes the count past `threshold` queues the content, once.
 
         Raises ReportLimitExceeded (nothing counted) when the account's reports, or its escalations,
@@ -286,7 +288,7 @@ class ReviewQueue:
         if int(refused) == 2:
             raise ReportLimitExceeded("escalations", rules.escalations_per_account_per_day, rest_of_day_s)
         escalated = int(review_id) != 0
-        return ReportResult(
+        return CountedReport(
             reference=reference,
             reports=int(count),
             escalated=escalated,
