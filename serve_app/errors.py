@@ -1,17 +1,19 @@
 """Every error the API answers with, and the one place that turns exceptions into responses.
 
-The body is `{"error": {"code": "<code>", "message": "<text>"}}`, except on the compatible routes, which
-answer in the envelope their clients parse (`ENVELOPES`: OpenAI's on /v1/moderations, Google's on the
-Perspective routes) with the same status and code. Errors only HTTP
-can see (a bad key, a malformed body) are `ApiError` classes here; the errors of the
-moderation flow, the image decoder and the review queue are plain domain exceptions that
-`DOMAIN_ERRORS` maps to a status and code. Anything unexpected becomes a 500
-`internal_error` with no traceback in the body.
+An error answer is one type, `ApiError`: a status, a stable code (README: Errors), a sentence for the client and,
+where a retry can succeed, Retry-After. The body is `{"error": {"code": "<code>", "message": "<text>"}}`, except on
+the compatible routes, which answer in the envelope their clients parse (`ENVELOPES`: OpenAI's on /v1/moderations,
+Google's on the Perspective routes) with the same status and code. The errors only HTTP can see (a bad key, a
+malformed body, a deadline) are the `ErrorKind`s below, raised by calling them; the errors of the moderation flow,
+the image decoder and the review queue are plain domain exceptions that `DOMAIN_ERRORS` maps to theirs. Anything
+unexpected becomes a 500 `internal_error` with no traceback in the body.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,23 +33,13 @@ from policy.review_queue import (
 )
 
 log = logging.getLogger("moderation.errors")
+T = TypeVar("T")
 
 
 class ApiError(Exception):
-    status: int = 500
-    code: str = "internal_error"
-    message: str = "Internal error."
-
-    def __init__(self, message: str | None = None, *, retry_after_s: float | None = None):
-        super().__init__(message or self.message)
-        self.message = message or self.message
-        self.retry_after_s = retry_after_s
-
-    @classmethod
-    def with_code(cls, status: int, code: str, message: str, retry_after_s: float | None = None) -> ApiError:
-        error = cls(message, retry_after_s=retry_after_s)
-        error.status, error.code = status, code
-        return error
+    def __init__(self, status: int, code: str, message: str, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.retry_after_s = status, code, message, retry_after_s
 
     def headers(self) -> dict[str, str]:
         if self.retry_after_s is None:
@@ -56,104 +48,91 @@ class ApiError(Exception):
         return {"Retry-After": str(max(1, int(-(-self.retry_after_s // 1))))}
 
 
-class InvalidRequest(ApiError):
-    status, code, message = 400, "invalid_request", "The request is malformed."
+@dataclass(frozen=True)
+class ErrorKind:
+    """A documented (status, code), the sentence it answers when the raise site gives none, and its Retry-After.
+
+    Calling one gives the ApiError to raise: `raise NotFound(f"No plan named {name!r}.")`.
+    """
+
+    status: int
+    code: str
+    message: str = "The request was refused."
+    retry_after_s: float | None = None
+
+    def __call__(self, message: str | None = None, *, retry_after_s: float | None = None) -> ApiError:
+        retry_after_s = self.retry_after_s if retry_after_s is None else retry_after_s
+        return ApiError(self.status, self.code, message or self.message, retry_after_s)
 
 
-class NoImage(ApiError):
-    status, code, message = 400, "no_image", "The multipart part 'image' (or 'file') is required."
+# The errors only HTTP can see, named as the routes raise them.
+InvalidRequest = ErrorKind(400, "invalid_request", "The request is malformed.")
+NoImage = ErrorKind(400, "no_image", "The multipart part 'image' (or 'file') is required.")
+NoReference = ErrorKind(400, "no_reference", "The form field 'reference' is required.")
+ModelNotFound = ErrorKind(400, "model_not_found", "Unknown model.")
+CommentEmpty = ErrorKind(400, "comment_empty", "Comment text was empty.")
+AttributeNotSupported = ErrorKind(400, "language_not_supported_by_attribute", "The attribute is not supported.")
+Unauthorized = ErrorKind(401, "unauthorized", "A valid API key is required: Authorization: Bearer <key>.")
+NotFound = ErrorKind(404, "not_found", "Not found.")
+NoSuchReviewItem = ErrorKind(404, "not_found", "No such review item.")
+MethodNotAllowed = ErrorKind(405, "method_not_allowed", "Method not allowed.")
+RequestTimeout = ErrorKind(408, "request_timeout", "The request body did not arrive in time.")
+RateLimited = ErrorKind(429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After.")
+TooManyInFlight = ErrorKind(
+    429, "too_many_requests_in_flight",
+    "Too many requests of this account are in progress; retry after the seconds in Retry-After.", retry_after_s=1,
+)  # fmt: skip
+InternalError = ErrorKind(500, "internal_error", "Internal error.")
+Overloaded = ErrorKind(
+    503, "overloaded", "The service is at capacity; retry after the seconds in Retry-After.", retry_after_s=1
+)
+StoreUnavailable = ErrorKind(
+    503, "store_unavailable", "The store is temporarily unavailable; nothing was decided.", retry_after_s=5
+)
 
-
-class NoReference(ApiError):
-    status, code, message = 400, "no_reference", "The form field 'reference' is required."
-
-
-class Unauthorized(ApiError):
-    status, code, message = 401, "unauthorized", "A valid API key is required: Authorization: Bearer <key>."
-
-
-class ModelNotFound(ApiError):
-    status, code, message = 400, "model_not_found", "Unknown model."
-
-
-class CommentEmpty(ApiError):
-    status, code, message = 400, "comment_empty", "Comment text was empty."
-
-
-class AttributeNotSupported(ApiError):
-    status, code, message = 400, "language_not_supported_by_attribute", "The attribute is not supported."
-
-
-class NotFound(ApiError):
-    status, code, message = 404, "not_found", "Not found."
-
-
-class MethodNotAllowed(ApiError):
-    status, code, message = 405, "method_not_allowed", "Method not allowed."
-
-
-class RateLimited(ApiError):
-    status, code, message = 429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After."
-
-
-class StoreUnavailable(ApiError):
-    status, code, message = 503, "store_unavailable", "The store is temporarily unavailable; nothing was decided."
-
-    def __init__(self, message: str | None = None, *, retry_after_s: float | None = 5):
-        super().__init__(message, retry_after_s=retry_after_s)
-
-
-class RequestTimeout(ApiError):
-    status, code, message = 408, "request_timeout", "The request body did not arrive in time."
-
-
-class TooManyInFlight(ApiError):
-    status, code = 429, "too_many_requests_in_flight"
-    message = "Too many requests of this account are in progress; retry after the seconds in Retry-After."
-
-
-class Overloaded(ApiError):
-    status, code, message = 503, "overloaded", "The service is at capacity; retry after the seconds in Retry-After."
-
-
-# Domain exception -> (status, code, Retry-After seconds). A subclass maps as its base does.
-DOMAIN_ERRORS: dict[type[Exception], tuple[int, str, float | None]] = {
-    flow.InvalidThreshold: (400, "invalid_threshold", None),
-    flow.InvalidBatch: (400, "invalid_request", None),
-    InvalidImage: (400, "invalid_image", None),
-    InvalidReviewField: (400, "invalid_request", None),
-    flow.QuotaExceeded: (402, "quota_exceeded", None),
-    flow.ScopeNotCovered: (403, "capability_required", None),
-    ReviewItemNotFound: (404, "not_found", None),
-    ReviewAlreadyDecided: (409, "already_decided", None),
-    flow.UploadTooLarge: (413, "image_too_large", None),
-    ImageTooLarge: (413, "image_too_large", None),
-    flow.TextTooLong: (413, "text_too_long", None),
-    # Retry-After: the exception's own `retry_after_s` (the time until the next UTC day).
-    ReportLimitExceeded: (429, "report_limit_exceeded", 3600),
-    flow.Overloaded: (503, "overloaded", 1),
-    flow.ModelUnavailable: (503, "inference_unavailable", 5),
-    DecodeBusy: (503, "overloaded", 1),
-    DecodeTimeout: (503, "overloaded", 1),
+# Domain exception -> the error it answers with; a subclass answers as its base does. The exception's own text is
+# the message, except the review queue's, which carry a bare id (their kind's sentence stands in).
+_IMAGE_TOO_LARGE = ErrorKind(413, "image_too_large")
+DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
+    flow.InvalidThreshold: ErrorKind(400, "invalid_threshold"),
+    flow.InvalidBatch: InvalidRequest,
+    InvalidImage: ErrorKind(400, "invalid_image", "The image could not be decoded or its format is not supported."),
+    InvalidReviewField: InvalidRequest,
+    flow.QuotaExceeded: ErrorKind(402, "quota_exceeded"),
+    flow.ScopeNotCovered: ErrorKind(403, "capability_required"),
+    ReviewItemNotFound: NoSuchReviewItem,
+    ReviewAlreadyDecided: ErrorKind(409, "already_decided", "The review item has already been decided."),
+    flow.UploadTooLarge: _IMAGE_TOO_LARGE,
+    ImageTooLarge: _IMAGE_TOO_LARGE,
+    flow.TextTooLong: ErrorKind(413, "text_too_long"),
+    ReportLimitExceeded: ErrorKind(429, "report_limit_exceeded"),  # Retry-After: the time until the next UTC day
+    flow.Overloaded: Overloaded,
+    flow.ModelUnavailable: ErrorKind(503, "inference_unavailable", retry_after_s=5),
+    DecodeBusy: Overloaded,
+    DecodeTimeout: Overloaded,
 }
-# The review queue's exceptions carry a bare id, not a sentence for the client.
-CLIENT_MESSAGES = {
-    ReviewItemNotFound: "No such review item.",
-    ReviewAlreadyDecided: "The review item has already been decided.",
-}
-FALLBACK_MESSAGES = {InvalidImage: "The image could not be decoded or its format is not supported."}
+
+
+def found(value: T | None, error: ApiError) -> T:
+    """`value`, unless there is none: then `error` (the 404 saying what was not found) is raised."""
+    if value is None:
+        raise error
+    return value
+
+
+def every_error_kind() -> set[ErrorKind]:
+    """Every error the API answers with: the kinds above and the domain errors' (README's error table lists each)."""
+    return {value for value in globals().values() if isinstance(value, ErrorKind)} | set(DOMAIN_ERRORS.values())
 
 
 def api_error_of(exc: Exception) -> ApiError:
-    """The API error a domain exception answers with (500 for an exception not in the table)."""
-    for kind in type(exc).__mro__:
-        if kind in DOMAIN_ERRORS:
-            status, code, retry_after_s = DOMAIN_ERRORS[kind]
-            # An exception that knows when a retry can succeed says so itself.
-            retry_after_s = getattr(exc, "retry_after_s", None) or retry_after_s
-            message = CLIENT_MESSAGES.get(kind) or str(exc) or FALLBACK_MESSAGES.get(kind, "The request was refused.")
-            return ApiError.with_code(status, code, message, retry_after_s)
-    return ApiError()
+    """The API error a domain exception answers with (500 internal_error for an exception not in the map)."""
+    kind = next((DOMAIN_ERRORS[cls] for cls in type(exc).__mro__ if cls in DOMAIN_ERRORS), None)
+    if kind is None:
+        return InternalError()
+    text = str(exc)
+    # An exception that knows when a retry can succeed says so itself (the next UTC day, the decode pool's wait).
+    return kind(None if text.isdigit() else text, retry_after_s=getattr(exc, "retry_after_s", None))
 
 
 # OpenAI's error `type` by status; Google's `status` by HTTP status, and Perspective's `errorType` by code.
@@ -238,4 +217,4 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(ApiError(), request.url.path)
+        return error_response(InternalError(), request.url.path)

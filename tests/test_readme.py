@@ -9,12 +9,8 @@ README = (PROJECT_ROOT / "README.md").read_text()
 
 
 def test_every_error_code_is_in_the_error_table():
-    codes = {
-        cls.code: cls.status
-        for cls in vars(errors).values()
-        if isinstance(cls, type) and issubclass(cls, errors.ApiError)
-    }
-    assert [code for code, status in codes.items() if f"| {status} | `{code}` |" not in README] == []
+    answers = {(kind.status, kind.code) for kind in errors.every_error_kind()}
+    assert sorted((status, code) for status, code in answers if f"| {status} | `{code}` |" not in README) == []
 
 
 def test_every_setting_is_in_the_environment_table():

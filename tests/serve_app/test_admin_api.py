@@ -8,7 +8,7 @@ from support.api import ADMIN_TOKEN, StubBackends, assert_error
 
 from serve_app.admin_guard import MAX_FAILURES, AdminGuard
 from serve_app.app import create_admin_app, create_app
-from serve_app.errors import RateLimited, Unauthorized
+from serve_app.errors import ApiError
 from serve_app.services import Services
 
 from policy.types import MAX_IMAGE_BYTES, MAX_TEXT_CHARS
@@ -39,10 +39,12 @@ def test_the_pause_ends_when_the_window_has_room_again():
     now = [0.0]
     guard = AdminGuard("t" * 32, max_failures=2, window_s=60, clock=lambda: now[0])
     for _ in range(2):
-        with pytest.raises(Unauthorized):
+        with pytest.raises(ApiError) as refused:
             guard.check("guess")
-    with pytest.raises(RateLimited):
+        assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+    with pytest.raises(ApiError) as refused:
         guard.check("t" * 32)
+    assert (refused.value.status, refused.value.code) == (429, "rate_limited")
     now[0] = 60.5
     guard.check("t" * 32)
 

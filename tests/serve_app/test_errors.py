@@ -18,7 +18,8 @@ from policy.review_queue import (
     ReviewAlreadyDecided,
     ReviewItemNotFound,
 )
-from serve_app.errors import DOMAIN_ERRORS, ApiError, api_error_of, error_response, install_error_handlers
+from serve_app import errors
+from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
 
 
 CASES = [
@@ -64,7 +65,22 @@ def test_review_errors_never_show_their_bare_id_as_the_message():
 
 def test_a_retryable_error_carries_retry_after_in_whole_seconds():
     assert error_response(api_error_of(flow.ModelUnavailable())).headers["retry-after"] == "5"
-    assert ApiError("x", retry_after_s=0.2).headers() == {"Retry-After": "1"}
+    assert ApiError(429, "rate_limited", "x", retry_after_s=0.2).headers() == {"Retry-After": "1"}
+    assert errors.Overloaded().headers() == {"Retry-After": "1"} and errors.NotFound().headers() == {}
+
+
+def test_an_error_kind_answers_its_own_sentence_unless_the_raise_site_gives_one():
+    assert (errors.NoImage().status, errors.NoImage().code) == (400, "no_image")
+    assert errors.NoImage().message == "The multipart part 'image' (or 'file') is required."
+    assert errors.NotFound("No plan named 'x'.").message == "No plan named 'x'."
+    assert errors.RateLimited(retry_after_s=3).retry_after_s == 3
+
+
+def test_every_error_kind_raised_by_name_is_defined_once_per_code():
+    named = [value for value in vars(errors).values() if isinstance(value, ErrorKind)]
+    codes = [kind.code for kind in named if kind is not errors.NoSuchReviewItem]  # not_found with its own sentence
+    assert len(codes) == len(set(codes))
+    assert {kind for kind in DOMAIN_ERRORS.values()} <= errors.every_error_kind()
 
 
 def test_an_unmapped_exception_is_a_plain_500():

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 from starlette.requests import Request
 
-from serve_app.errors import InvalidRequest
+from serve_app.errors import ApiError
 from serve_app.form_reader import MAX_FIELD_BYTES, MAX_PARTS, PartTooLarge, read_form
 
 pytestmark = pytest.mark.anyio
@@ -22,6 +24,13 @@ def request_of(body: bytes, content_type: str, chunk_bytes: int = 7) -> Request:
 
     scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-type", content_type.encode())]}
     return Request(scope, receive)
+
+
+@contextmanager
+def invalid_request(match: str):
+    with pytest.raises(ApiError, match=match) as refused:
+        yield
+    assert (refused.value.status, refused.value.code) == (400, "invalid_request")
 
 
 def multipart(*parts: tuple[str, bytes, str | None]) -> bytes:
@@ -56,23 +65,23 @@ async def test_a_file_over_the_limit_stops_the_read():
 
 async def test_a_field_over_its_limit_is_an_invalid_request():
     body = multipart(("reference", b"r" * (MAX_FIELD_BYTES + 1), None))
-    with pytest.raises(InvalidRequest, match="too long"):
+    with invalid_request(match="too long"):
         await read_form(request_of(body, MULTIPART, chunk_bytes=1024), max_file_bytes=100)
 
 
 async def test_too_many_parts_is_an_invalid_request():
     body = multipart(*[(f"f{i}", b"v", None) for i in range(MAX_PARTS + 1)])
-    with pytest.raises(InvalidRequest, match="form parts"):
+    with invalid_request(match="form parts"):
         await read_form(request_of(body, MULTIPART), max_file_bytes=100)
 
 
 async def test_a_body_that_is_not_a_form_is_an_invalid_request():
-    with pytest.raises(InvalidRequest, match="multipart"):
+    with invalid_request(match="multipart"):
         await read_form(request_of(b'{"text": "hi"}', "application/json"), max_file_bytes=100)
 
 
 async def test_malformed_multipart_is_an_invalid_request():
-    with pytest.raises(InvalidRequest, match="malformed"):
+    with invalid_request(match="malformed"):
         await read_form(request_of(b"--wrong\r\ngarbage", MULTIPART), max_file_bytes=100)
 
 
@@ -86,17 +95,17 @@ async def test_urlencoded_fields_are_read():
 
 async def test_an_oversized_urlencoded_body_is_an_invalid_request():
     body = b"reference=" + b"r" * (MAX_FIELD_BYTES * MAX_PARTS + 1)
-    with pytest.raises(InvalidRequest, match="too large"):
+    with invalid_request(match="too large"):
         await read_form(request_of(body, "application/x-www-form-urlencoded", 4096), max_file_bytes=0)
 
 
 async def test_an_urlencoded_field_over_its_limit_is_an_invalid_request():
     body = b"reference=" + b"r" * (MAX_FIELD_BYTES + 1)
-    with pytest.raises(InvalidRequest, match="too long"):
+    with invalid_request(match="too long"):
         await read_form(request_of(body, "application/x-www-form-urlencoded", 4096), max_file_bytes=0)
 
 
 async def test_too_many_urlencoded_fields_is_an_invalid_request():
     body = "&".join(f"f{i}=v" for i in range(MAX_PARTS + 1)).encode()
-    with pytest.raises(InvalidRequest, match="form fields"):
+    with invalid_request(match="form fields"):
         await read_form(request_of(body, "application/x-www-form-urlencoded"), max_file_bytes=0)
