@@ -7,14 +7,12 @@ Under Ray Serve these calls go to the ImageModel, TextModel and Policy deploymen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from models.image_upload import ImageUpload, ScoredImage
 from models.text_scoring import TextRequest, TextScores
 from policy.decisions import Decision
 from policy.types import ContentKind, Profile
-
-if TYPE_CHECKING:  # the image types pull Pillow; the ingress imports them lazily
-    from models.image_upload import ImageUpload, ScoredImage
 
 
 class ModelBackends(Protocol):
@@ -23,11 +21,12 @@ class ModelBackends(Protocol):
         ...
 
     async def score_text(self, request: TextRequest) -> TextScores:
-        """One text; under Ray, batched with other requests' texts (@serve.batch)."""
+        """A request's only text; under Ray, batched with other requests' texts (@serve.batch)."""
         ...
 
     async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
-        """The texts of one request, in one model call (a batch request never floods the model's queue)."""
+        """The texts of one request (a batch's, or a text with its spans), in one model call: a request takes one
+        place in the model's queue however many texts it holds."""
         ...
 
     async def decide_many(

@@ -1,7 +1,7 @@
 """Why the moderation flow refuses or fails a request: plain exceptions, no HTTP here.
 
-Each carries a message for the client; `serve_app.errors` alone decides the status and
-error code each one answers with.
+Each carries a message for the client (those raised with no message of their own say their
+`default_message`); `serve_app.errors` alone decides the status and error code each one answers with.
 """
 
 from __future__ import annotations
@@ -16,26 +16,30 @@ class ModerationError(Exception):
 
 
 class InvalidThreshold(ModerationError):
+    """`?threshold=` is not a number from 0 to 1."""
+
     default_message = "threshold must be a number between 0 and 1."
 
 
 class ScopeNotCovered(ModerationError):
-    default_message = "The plan does not cover this content type."
+    """The key's plan does not cover the content's kind (its scope: images, text or both)."""
 
 
 class UploadTooLarge(ModerationError):
-    default_message = "The image is above the plan's size limit."
+    """An upload over the plan's `image_max_bytes`, found before its bytes are all read."""
 
 
 class TextTooLong(ModerationError):
-    default_message = "The text is above the plan's length limit."
+    """A text, the texts of one request, or the JSON body carrying them, over the plan's characters."""
 
 
 class InvalidBatch(ModerationError):
-    default_message = "A batch holds from 1 to 100 items."
+    """A batch with no item or more than `moderation.limits.MAX_BATCH_ITEMS`."""
 
 
 class QuotaExceeded(ModerationError):
+    """The account's units of this month do not cover the request's items; none was taken."""
+
     default_message = "The plan's monthly quota is exhausted; it resets on the 1st (UTC)."
 
 

@@ -1,10 +1,10 @@
-"""The steps every moderation request takes once its body is read.
+"""The steps every moderation request takes once its body is read and its items are built (`moderation.items`).
 
-Take a quota unit, prepare the model's input, score (an image is decoded on the model side,
-as part of its scoring), decide, queue a `review` decision. The unit is taken before any costly work, and given back to the month
-it was taken from if the request then fails (invalid content or our own failure); a
-client that hangs up mid-request keeps it spent, since the work was done. Route handlers
-read the body; this module runs the rest and raises `moderation.errors`, never HTTP errors.
+Take a quota unit per item, score (the request's texts in one model call, each image in its own; an image is decoded
+on the model side, as part of its scoring), decide, queue a `review` decision. The units are taken before any costly
+work, and given back to the month they were taken from if the request then fails (invalid content or our own
+failure); a client that hangs up mid-request keeps them spent, since the work was done. Route handlers read the body;
+this module runs the rest and raises `moderation.errors`, never HTTP errors.
 """
 
 from __future__ import annotations
@@ -12,36 +12,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from models.image_decoding import ImageRefused
 from models.text_scoring import TextRequest, TextScores
 from moderation.backends import ModelBackends
-from moderation.errors import (
-    InvalidBatch, InvalidThreshold, ModelUnavailable, ModerationError, QuotaExceeded, ScopeNotCovered, TextTooLong,
-)
+from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded
+from moderation.items import Item
 from policy.decisions import Decision
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
-from policy.types import ApiKey, ContentKind, Plan, Profile
+from policy.types import ApiKey, Plan, Profile
 
 log = logging.getLogger("moderation.flow")
+T = TypeVar("T")
 
 
 class Scored(Protocol):
-    """What a model answers: ImageScores and TextScores both have these."""
+    """What a model answers: the ImageModel's ScoredImage and the TextModel's TextScores both have these."""
 
     @property
     def categories(self) -> dict[str, float]: ...
 
     @property
     def model_version(self) -> str: ...
-
-
-S = TypeVar("S", bound=Scored)
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -58,105 +54,14 @@ class Caller:
 
 
 @dataclass(frozen=True)
-class Moderated(Generic[R, S]):
-    prepared: R  # the model's input (an upload's bytes, a text request)
-    scored: S  # the model's own answer (the image result needs its `safe` score and the decoded size)
+class Moderated:
+    """One item's outcome: its model's answer as is (an image's also says what was decoded), the profile's decision,
+    the review item it queued, and its spans' scores (`Item.spans`, in order)."""
+
+    scored: Scored
     decision: Decision
-    review_id: int | None
-
-    @property
-    def scores(self) -> dict[str, float]:
-        return self.scored.categories
-
-    @property
-    def model_version(self) -> str:
-        return self.scored.model_version
-
-
-def require_scope(plan: Plan, kind: ContentKind) -> None:
-    if not plan.covers(kind):
-        raise ScopeNotCovered(f"The plan does not cover {kind} moderation.")
-
-
-def parse_threshold(raw: str | None) -> float | None:
-    """The `?threshold=` override: a number in [0, 1], else InvalidThreshold."""
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidThreshold() from None
-    if not 0.0 <= value <= 1.0:  # also refuses NaN
-        raise InvalidThreshold()
-    return value
-
-
-@dataclass(frozen=True)
-class Item(Generic[R, S]):
-    """One piece of content of a request: how to prepare it for its model, and how to score it."""
-
-    kind: ContentKind
-    prepare: Callable[[], Awaitable[R]]
-    score: Callable[[R], Awaitable[S]]
-    reference: str | None = None
-    image_url: str | None = None
-
-
-# Items of one request scored at a time: a batch fills the model's own batch (@serve.batch, 16 texts)
-# without flooding its queue (max_queued_requests) on its own.
-ITEMS_IN_FLIGHT = 16
-
-
-# A batch (`{"texts": [...]}` on /v1/moderate-text, an array `input` on /v1/moderations): at most this many
-# items, each text within the plan's `text_max_chars`, all of them within BATCH_TEXT_LIMITS times that.
-MAX_BATCH_ITEMS = 100
-BATCH_TEXT_LIMITS = 10
-
-
-def check_texts(texts: Sequence[str], plan: Plan) -> None:
-    """The batch limits: InvalidBatch for no item or too many, TextTooLong for too many characters."""
-    if not 1 <= len(texts) <= MAX_BATCH_ITEMS:
-        raise InvalidBatch(f"A batch holds from 1 to {MAX_BATCH_ITEMS} items; this one has {len(texts)}.")
-    for number, text in enumerate(texts):
-        if len(text) > plan.text_max_chars:
-            raise TextTooLong(f"Text {number} is above the plan's limit of {plan.text_max_chars} characters.")
-    if sum(len(text) for text in texts) > BATCH_TEXT_LIMITS * plan.text_max_chars:
-        raise TextTooLong(f"The batch is above {BATCH_TEXT_LIMITS * plan.text_max_chars} characters in all.")
-
-
-class TextBatch:
-    """The texts of one request scored in one model call, while the flow still sees one `score` per item.
-
-    Every item's `score` waits on the same call, started by the first of them; all items are made (`scorer`)
-    before the flow runs, so that call carries every text. A batch request then costs the model one call and one
-    place in its queue, not one per text.
-    """
-
-    def __init__(self, score_texts: Callable[[list[TextRequest]], Awaitable[list[TextScores]]]):
-        self._score_texts = score_texts
-        self._requests: list[TextRequest] = []
-        self._call: asyncio.Future | None = None
-
-    def scorer(self, request: TextRequest) -> Callable[[TextRequest], Awaitable[TextScores]]:
-        index = len(self._requests)
-        self._requests.append(request)
-
-        async def score(_prepared: TextRequest) -> TextScores:
-            if self._call is None:
-                self._call = asyncio.ensure_future(self._score_texts(list(self._requests)))
-            # shield: one item's timeout or cancellation must not cancel the call the others wait on
-            return (await asyncio.shield(self._call))[index]
-
-        return score
-
-
-def ready(value: R) -> Callable[[], Awaitable[R]]:
-    """A `prepare` for content that needs no preparation (text)."""
-
-    async def prepare() -> R:
-        return value
-
-    return prepare
+    review_id: int | None = None
+    span_scores: tuple[dict[str, float], ...] = ()
 
 
 class ModerationFlow:
@@ -164,68 +69,65 @@ class ModerationFlow:
         self.limits, self.reviews, self.backends = limits, reviews, backends
         self.inference_timeout_s = inference_timeout_s
 
-    async def moderate(
-        self,
-        caller: Caller,
-        *,
-        kind: ContentKind,
-        prepare: Callable[[], Awaitable[R]],
-        score: Callable[[R], Awaitable[S]],
-        threshold: float | None,
-        reference: str | None,
-        image_url: str | None,
-    ) -> Moderated[R, S]:
-        """Charge a unit, `prepare()` the input, `score()` it (a model call), decide, queue a review."""
-        item = Item(kind=kind, prepare=prepare, score=score, reference=reference, image_url=image_url)
-        return (await self.moderate_many(caller, [item], threshold=threshold))[0]
-
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
     ) -> list[Moderated]:
-        """One unit per item, all or none; every item prepared and scored (at most ITEMS_IN_FLIGHT at a time),
-        then all decided in one Policy call; then a review queued per item decided `review`. Any failure gives every
-        unit back and raises."""
-        slots = asyncio.Semaphore(ITEMS_IN_FLIGHT)
-
-        async def prepared_and_scored(item: Item) -> tuple:
-            async with slots:
-                prepared = await item.prepare()
-                return prepared, await self._call_model(item.score(prepared), "model")
-
+        """One unit per item, all or none; every item scored, then all decided in one Policy call; then a review
+        queued per item decided `review`. Any failure gives every unit back and raises."""
         async with _Charged(self.limits, caller, len(items)):
-            tasks = [asyncio.ensure_future(prepared_and_scored(item)) for item in items]
-            try:
-                outcomes = await asyncio.gather(*tasks)
-            except Exception:
-                for task in tasks:  # one item failed: the request fails, the others' work is not needed
-                    task.cancel()
-                raise
+            answers = await self._scored(items)
             decisions = await self._call_model(
                 self.backends.decide_many(
-                    [(scored.categories, item.kind) for item, (_, scored) in zip(items, outcomes)],
+                    [(scored.categories, item.kind) for item, (scored, _) in zip(items, answers)],
                     caller.profile,
                     threshold,
                 ),
                 "policy",
             )
-            results = []
-            for item, (prepared, scored), decision in zip(items, outcomes, decisions):
-                review_id = None
-                if decision.decision == "review":
-                    queued = await self.reviews.create(
-                        account=caller.account,
-                        reason="model_flagged",
-                        kind=item.kind,
-                        reference=item.reference,
-                        image_url=item.image_url,
-                        scores=scored.categories,
-                        model_version=scored.model_version,
-                    )
-                    review_id = queued.id
-                results.append(Moderated(prepared=prepared, scored=scored, decision=decision, review_id=review_id))
-        return results
+            return [
+                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores)
+                for item, (scored, span_scores), decision in zip(items, answers, decisions)
+            ]
 
-    async def _call_model(self, call: Awaitable[S], what: str) -> S:
+    async def _scored(self, items: Sequence[Item]) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
+        """Each item's model answer and its spans' scores: every text of the request (spans included) in one model
+        call, which costs the model one place in its queue however many texts; each image in a call of its own."""
+        texts = [request for item in items if item.kind == "text" for request in (item.content, *item.span_requests())]
+        images = [self._call_model(self.backends.score_upload(item.content)) for item in items if item.kind == "image"]
+        text_answers, *image_answers = await _all_or_none([self._call_model(self._score_texts(texts)), *images])
+        text_answers, image_answers = iter(text_answers), iter(image_answers)
+        answers = []
+        for item in items:
+            if item.kind == "image":
+                answers.append((next(image_answers), ()))
+            else:
+                whole = next(text_answers)
+                answers.append((whole, tuple(next(text_answers).categories for _ in item.spans)))
+        return answers
+
+    async def _score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
+        if not requests:
+            return []
+        if len(requests) == 1:
+            # One text alone takes the model deployment's own batching (@serve.batch), with other requests' texts.
+            return [await self.backends.score_text(requests[0])]
+        return await self.backends.score_texts(requests)
+
+    async def _queued_review(self, caller: Caller, item: Item, scored: Scored, decision: Decision) -> int | None:
+        if decision.decision != "review":
+            return None
+        queued = await self.reviews.create(
+            account=caller.account,
+            reason="model_flagged",
+            kind=item.kind,
+            reference=item.reference,
+            image_url=item.image_url,
+            scores=scored.categories,
+            model_version=scored.model_version,
+        )
+        return queued.id
+
+    async def _call_model(self, call: Awaitable[T], what: str = "model") -> T:
         """Await a model or policy call; a failure or a timeout is ModelUnavailable (the client may retry).
 
         An image the decoder refused is the content's answer (invalid, too large, no decode capacity), not a
@@ -241,13 +143,25 @@ class ModerationFlow:
             ) from exc
 
 
+async def _all_or_none(calls: list[Awaitable[T]]) -> list[T]:
+    """Every call's answer, run concurrently; when one fails, the others are cancelled (the request fails, their
+    work is not needed) and its error raised."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return await asyncio.gather(*tasks)
+    except Exception:
+        for task in tasks:
+            task.cancel()
+        raise
+
+
 class _Charged:
     """Takes the request's quota units on entry (all or none); gives them back when the request fails.
 
-    Any exception gives it back: invalid content (4xx) takes no unit and our failures
-    (5xx) cost the client nothing. A cancelled request (the client hung up) keeps it:
-    cancellation is not an Exception, and the work was spent. The unit goes back to the
-    month it was taken from, even when the request straddled a month's end.
+    Any exception gives them back: invalid content (4xx) takes no unit and our failures
+    (5xx) cost the client nothing. A cancelled request (the client hung up) keeps them:
+    cancellation is not an Exception, and the work was spent. The units go back to the
+    month they were taken from, even when the request straddled a month's end.
     """
 
     def __init__(self, limits: Limits, caller: Caller, units: int = 1):

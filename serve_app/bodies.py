@@ -1,4 +1,4 @@
-"""Reading JSON request bodies with a hard size limit, shared by the native and the compatible routes."""
+"""Reading request bodies with a hard size limit, and the preamble every JSON route shares (`read_json`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import json
 
 from fastapi import Request
 
+from moderation.errors import TextTooLong
+from moderation.flow import Caller
+from moderation.limits import require_scope
+from policy.types import ContentKind
 from serve_app.errors import InvalidRequest
 
 # Multipart framing and the small text fields around the content.
@@ -46,3 +50,13 @@ def json_object(body: bytes, example: str) -> dict:
     if not isinstance(raw, dict):
         raise InvalidRequest("The body must be a JSON object.")
     return raw
+
+
+async def read_json(request: Request, caller: Caller, scope: ContentKind | None, max_bytes: int, example: str) -> dict:
+    """The preamble of the JSON routes: the caller's plan covers `scope` (None: the route checks each item's kind),
+    then the body is read, refused past `max_bytes` (413 `text_too_long`: the texts are what makes a JSON body
+    large), and parsed as a JSON object (else 400 naming the `example` shape)."""
+    if scope is not None:
+        require_scope(caller.plan, scope)
+    too_large = TextTooLong(f"The request is above {max_bytes} bytes.")
+    return json_object(await read_body(request, max_bytes, too_large), example)

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 from policy.feedback import Suggestion
 from policy.limits import month_of
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
-from serve_app import errors
 from serve_app.auth import require_admin, services
-from serve_app.schemas import review_id_of
+from serve_app.errors import InvalidRequest, NoSuchReviewItem, NotFound, found
+from serve_app.schemas import review_id
 
 router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
 
@@ -70,14 +70,6 @@ async def put_plan(name: Annotated[str, Path(pattern=NAME_PATTERN)], plan: Plan,
     return plan
 
 
-@router.get("/plans/{name}", response_model=Plan)
-async def get_plan(name: str, request: Request) -> Plan:
-    plan = await services(request).config.get_plan(name)
-    if plan is None:
-        raise errors.NotFound(f"No plan named {name!r}.")
-    return plan
-
-
 @router.put("/profiles/{name}", response_model=Profile)
 async def put_profile(name: Annotated[str, Path(pattern=NAME_PATTERN)], profile: Profile, request: Request) -> Profile:
     profile = profile.model_copy(update={"name": name})
@@ -85,37 +77,36 @@ async def put_profile(name: Annotated[str, Path(pattern=NAME_PATTERN)], profile:
     return profile
 
 
+@router.get("/plans/{name}", response_model=Plan)
+async def get_plan(name: str, request: Request) -> Plan:
+    return found(await services(request).config.get_plan(name), NotFound(f"No plan named {name!r}."))
+
+
 @router.get("/profiles/{name}", response_model=Profile)
 async def get_profile(name: str, request: Request) -> Profile:
-    profile = await services(request).config.get_profile(name)
-    if profile is None:
-        raise errors.NotFound(f"No profile named {name!r}.")
-    return profile
+    return found(await services(request).config.get_profile(name), NotFound(f"No profile named {name!r}."))
 
 
 @router.post("/keys", response_model=CreatedKey, status_code=201)
 async def create_key(body: KeyRequest, request: Request) -> CreatedKey:
     config = services(request).config
     if await config.get_plan(body.plan) is None:
-        raise errors.InvalidRequest(f"No plan named {body.plan!r}.")
+        raise InvalidRequest(f"No plan named {body.plan!r}.")
     if await config.get_profile(body.profile) is None:
-        raise errors.InvalidRequest(f"No profile named {body.profile!r}.")
+        raise InvalidRequest(f"No profile named {body.profile!r}.")
     record, secret = await config.create_key(body.account, body.profile, body.plan)
     return CreatedKey(id=record.id, key=secret, account=record.account, profile=record.profile, plan=record.plan)
 
 
 @router.get("/keys/{key_id}", response_model=ApiKey)
 async def get_key(key_id: str, request: Request) -> ApiKey:
-    record = await services(request).config.get_key(key_id)
-    if record is None:
-        raise errors.NotFound(f"No key with id {key_id!r}.")
-    return record
+    return found(await services(request).config.get_key(key_id), NotFound(f"No key with id {key_id!r}."))
 
 
 @router.delete("/keys/{key_id}", status_code=204)
 async def revoke_key(key_id: str, request: Request) -> Response:
     if not await services(request).config.revoke_key(key_id):
-        raise errors.NotFound(f"No key with id {key_id!r}.")
+        raise NotFound(f"No key with id {key_id!r}.")
     return Response(status_code=204)
 
 
@@ -144,17 +135,10 @@ async def list_reviews(
 
 @router.get("/reviews/{item_id}", response_model=ReviewItem)
 async def get_review(item_id: str, request: Request) -> ReviewItem:
-    review_id = review_id_of(item_id)
-    item = None if review_id is None else await services(request).reviews.get(review_id)
-    if item is None:
-        raise errors.NotFound("No such review item.")
-    return item
+    return found(await services(request).reviews.get(review_id(item_id)), NoSuchReviewItem())
 
 
 @router.post("/reviews/{item_id}/decision", response_model=ReviewItem)
 async def decide_review(item_id: str, body: ReviewDecision, request: Request) -> ReviewItem:
-    review_id = review_id_of(item_id)
-    if review_id is None:
-        raise errors.NotFound("No such review item.")
     # ReviewItemNotFound and ReviewAlreadyDecided answer 404 and 409 (serve_app.errors).
-    return await services(request).reviews.decide(review_id, body.status)
+    return await services(request).reviews.decide(review_id(item_id), body.status)

@@ -18,10 +18,13 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
 from moderation.compat_mapping import DEFAULT_OPENAI_MODEL, OPENAI_MODELS, Part, openai_result
-from moderation.errors import TextTooLong, UploadTooLarge
-from moderation.flow import BATCH_TEXT_LIMITS, Caller, check_texts, require_scope
+from moderation.errors import UploadTooLarge
+from moderation.flow import Caller, Moderated
+from moderation.items import image_item, text_item
+from moderation.limits import BATCH_TEXT_LIMITS, check_texts, require_scope
+from policy.types import Plan, Profile
 from serve_app.auth import authenticated_caller, services
-from serve_app.bodies import json_bytes_for, json_object, read_body
+from serve_app.bodies import json_bytes_for, read_json
 from serve_app.errors import InvalidRequest, ModelNotFound
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, OpenAIErrorBody, error_responses
 
@@ -65,16 +68,31 @@ class OpenAIModeration(BaseModel):
     responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413, body=OpenAIErrorBody)},
 )
 async def moderations(request: Request, caller: Caller = Depends(authenticated_caller)) -> OpenAIModeration:
-    svc, plan = services(request), caller.plan
-    limit = json_bytes_for(plan.text_max_chars * BATCH_TEXT_LIMITS) + plan.image_max_bytes * 4 // 3 + 4
-    raw = json_object(await read_body(request, limit, TextTooLong(f"The request is above {limit} bytes.")),
-                      '{"input": "..."}')  # fmt: skip
+    plan = caller.plan
+    limit = json_bytes_for(plan.text_max_chars * BATCH_TEXT_LIMITS) + _base64_chars(plan.image_max_bytes)
+    raw = await read_json(request, caller, None, limit, '{"input": "..."}')
     model = raw.get("model", DEFAULT_OPENAI_MODEL)
     if model not in OPENAI_MODELS:
         raise ModelNotFound(f"The model {str(model)[:100]!r} does not exist; use one of {', '.join(OPENAI_MODELS)}.")
     inputs = _inputs(raw.get("input"))
     texts = [value for parts in inputs for kind, value in parts if kind == "text"]
     images = [value for parts in inputs for kind, value in parts if kind == "image"]
+    _check_kinds(texts, images, plan, model)
+    decoded = iter([_image_bytes(url, plan.image_max_bytes) for url in images])
+    items = [
+        text_item(caller.profile, value) if kind == "text" else image_item(plan, caller.profile, next(decoded))
+        for parts in inputs for kind, value in parts
+    ]  # fmt: skip
+    request.state.log_fields.update(items=len(items), text_chars=sum(map(len, texts)), images=len(images))
+
+    outcomes = iter(await services(request).flow.moderate_many(caller, items))
+    results = [_result([(kind, next(outcomes)) for kind, _ in parts], caller.profile) for parts in inputs]
+    request.state.log_fields.update(flagged=[r.flagged for r in results])
+    return OpenAIModeration(id=f"modr-{uuid.uuid4().hex}", model=model, results=results)
+
+
+def _check_kinds(texts: list[str], images: list[str], plan: Plan, model: str) -> None:
+    """The plan covers each kind of content sent, within its limits; the model takes images when any is sent."""
     if texts:
         require_scope(plan, "text")
         check_texts(texts, plan)
@@ -84,23 +102,12 @@ async def moderations(request: Request, caller: Caller = Depends(authenticated_c
             raise InvalidRequest(f"The model {model} takes text only; use omni-moderation-latest for images.")
         if len(images) > MAX_IMAGES:
             raise InvalidRequest(f"At most {MAX_IMAGES} image per request.")
-    decoded = [_image_bytes(url, plan.image_max_bytes) for url in images]
-    items, it, together = [], iter(decoded), svc.text_batch(len(texts))
-    for parts in inputs:
-        items += [
-            svc.text_item(caller, v, batch=together) if kind == "text" else svc.image_item(caller, next(it))
-            for kind, v in parts
-        ]
-    request.state.log_fields.update(items=len(items), text_chars=sum(map(len, texts)), images=len(images))
 
-    outcomes = iter(await svc.flow.moderate_many(caller, items))
-    results = []
-    for parts in inputs:
-        moderated = [(kind, next(outcomes)) for kind, _ in parts]
-        scored = [Part(kind=kind, scores=o.scores, decision=o.decision.decision) for kind, o in moderated]
-        results.append(OpenAIModerationResult(**openai_result(scored, caller.profile)))
-    request.state.log_fields.update(flagged=[r.flagged for r in results])
-    return OpenAIModeration(id=f"modr-{uuid.uuid4().hex}", model=model, results=results)
+
+def _result(parts: list[tuple[str, Moderated]], profile: Profile) -> OpenAIModerationResult:
+    """One input's entry of `results`, from the outcome of each of its parts."""
+    scored = [Part(kind=kind, scores=o.scored.categories, decision=o.decision.decision) for kind, o in parts]
+    return OpenAIModerationResult(**openai_result(scored, profile))
 
 
 def _inputs(value) -> list[list[tuple[str, str]]]:
@@ -130,7 +137,7 @@ def _image_bytes(url: str, max_bytes: int) -> bytes:
     match = DATA_URL.fullmatch(url)
     if match is None:
         raise InvalidRequest(NO_FETCH)
-    if len(match.group(1)) > max_bytes * 4 // 3 + 4:
+    if len(match.group(1)) > _base64_chars(max_bytes):
         raise UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
     try:
         data = base64.b64decode(match.group(1), validate=True)
@@ -139,3 +146,8 @@ def _image_bytes(url: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
     return data
+
+
+def _base64_chars(data_bytes: int) -> int:
+    """The most characters base64 takes for `data_bytes` bytes (4 per 3, with padding)."""
+    return data_bytes * 4 // 3 + 4

@@ -9,22 +9,20 @@ way) or as a Bearer header; the key's plan and profile apply, and an analysis go
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ValidationError
 
-from models.text_scoring import TextRequest, TextScores
 from moderation.compat_mapping import PERSPECTIVE_ATTRIBUTES, language_code, sentence_spans, unsupported_attribute
-from moderation.errors import TextTooLong
-from moderation.flow import ITEMS_IN_FLIGHT, Caller, require_scope
+from moderation.flow import Caller, Moderated
+from moderation.items import text_item
+from moderation.limits import check_texts
 from policy.feedback import suggestion
 from serve_app.auth import key_param_caller, services
-from serve_app.bodies import json_bytes_for, json_object, read_body
+from serve_app.bodies import json_bytes_for, read_json
 from serve_app.errors import AttributeNotSupported, CommentEmpty, InvalidRequest, NotFound
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, GoogleErrorBody, error_responses
 
@@ -69,27 +67,16 @@ class SuggestCommentScoreResponse(BaseModel):
     requestedLanguages: list[str] = []
 
 
-@dataclass(frozen=True)
-class SpannedScores:
-    """The text model's answer for the whole comment, and per span (begin, end, categories)."""
-
-    categories: dict[str, float]
-    model_version: str
-    spans: list[tuple[int, int, dict[str, float]]]
-
-
 @router.post(
     "/v1alpha1/comments:analyze", response_model=AnalyzeCommentResponse, response_model_exclude_none=True,
     openapi_extra=_body_schema("AnalyzeCommentRequest"), responses=ERRORS,
 )
 async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) -> AnalyzeCommentResponse:
-    svc, plan = services(request), caller.plan
-    require_scope(plan, "text")
-    too_long = TextTooLong(f"Comment text is above the plan's limit of {plan.text_max_chars} characters.")
-    raw = json_object(await read_body(request, json_bytes_for(plan.text_max_chars), too_long), '{"comment": ...}')
+    # The comment is scored for the requested attributes, and its sentences too with `spanAnnotations`, in one model
+    # call; one unit, decided and queued by the profile. (No docstring: it would become the operation's description.)
+    raw = await read_json(request, caller, "text", json_bytes_for(caller.plan.text_max_chars), '{"comment": ...}')
     text = _comment_text(raw)
-    if len(text) > plan.text_max_chars:
-        raise too_long
+    check_texts([text], caller.plan)
     languages = _strings(raw, "languages")
     wanted = _requested(raw, languages)
     if not wanted:
@@ -97,31 +84,12 @@ async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) 
     request.state.log_fields.update(text_chars=len(text), attributes=sorted(wanted))
 
     spans = sentence_spans(text, SPAN_CHARS) if raw.get("spanAnnotations") is True else []
-    item = svc.text_item(caller, text, tuple(PERSPECTIVE_ATTRIBUTES[name] for name in wanted))
-    slots = asyncio.Semaphore(ITEMS_IN_FLIGHT)
-
-    async def scored(request: TextRequest) -> TextScores:
-        async with slots:
-            return await svc.backends.score_text(request)
-
-    async def score_with_spans(whole: TextRequest) -> SpannedScores:
-        parts = [TextRequest(text=text[b:e], categories=whole.categories) for b, e in spans]
-        answers = await asyncio.gather(scored(whole), *(scored(part) for part in parts))
-        per_span = [(b, e, answer.categories) for (b, e), answer in zip(spans, answers[1:])]
-        return SpannedScores(answers[0].categories, answers[0].model_version, per_span)
-
-    [outcome] = await svc.flow.moderate_many(caller, [replace(item, score=score_with_spans)])
-    request.state.log_fields.update(scores=outcome.scores, decision=outcome.decision.decision)
-    answer = {}
-    for name, threshold in wanted.items():
-        category = PERSPECTIVE_ATTRIBUTES[name]
-        value = outcome.scores[category]
-        if value < threshold:
-            continue  # Perspective leaves out what scores below the requested scoreThreshold
-        span_scores = [SpanScore(begin=b, end=e, score=Score(value=s[category])) for b, e, s in outcome.scored.spans]
-        answer[name] = AttributeScores(summaryScore=Score(value=value), spanScores=span_scores or None)
+    item = text_item(caller.profile, text, requested=[PERSPECTIVE_ATTRIBUTES[name] for name in wanted], spans=spans)
+    [outcome] = await services(request).flow.moderate_many(caller, [item])
+    request.state.log_fields.update(scores=outcome.scored.categories, decision=outcome.decision.decision)
     token = raw.get("clientToken") if isinstance(raw.get("clientToken"), str) else None
-    return AnalyzeCommentResponse(attributeScores=answer, languages=[language_code(t) for t in languages], clientToken=token)
+    return AnalyzeCommentResponse(attributeScores=_attribute_scores(wanted, spans, outcome),
+                                  languages=[language_code(tag) for tag in languages], clientToken=token)  # fmt: skip
 
 
 @router.post(
@@ -130,10 +98,8 @@ async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) 
 )
 async def suggest_score(request: Request, caller: Caller = Depends(key_param_caller)) -> SuggestCommentScoreResponse:
     """Recorded per account as feedback (attribute, score, client token, time; never the text); no quota unit."""
-    svc = services(request)
     limit = json_bytes_for(caller.plan.text_max_chars)
-    raw = json_object(await read_body(request, limit, TextTooLong(f"The request is above {limit} bytes.")),
-                      '{"comment": ..., "attributeScores": ...}')  # fmt: skip
+    raw = await read_json(request, caller, None, limit, '{"comment": ..., "attributeScores": ...}')
     scores, token = raw.get("attributeScores"), raw.get("clientToken")
     if not isinstance(scores, dict) or not 1 <= len(scores) <= MAX_SUGGESTED_ATTRIBUTES:
         raise InvalidRequest(f"attributeScores must map 1 to {MAX_SUGGESTED_ATTRIBUTES} attributes to their scores.")
@@ -144,7 +110,7 @@ async def suggest_score(request: Request, caller: Caller = Depends(key_param_cal
     except (ValidationError, TypeError, ValueError):
         raise InvalidRequest("Each attribute score is {\"summaryScore\": {\"value\": 0..1}}; clientToken at most "
                              "256 characters; attribute names at most 64.") from None  # fmt: skip
-    await svc.feedback.record(caller.account, entries)
+    await services(request).feedback.record(caller.account, entries)
     request.state.log_fields.update(suggestions=len(entries))
     return SuggestCommentScoreResponse(clientToken=token, requestedLanguages=_strings(raw, "languages"))
 
@@ -157,6 +123,20 @@ async def discovery(request: Request, version: str = "v1alpha1") -> dict:
     document = copy.deepcopy(DISCOVERY)
     document["rootUrl"] = document["baseUrl"] = str(request.base_url)
     return document
+
+
+def _attribute_scores(wanted: dict[str, float], spans: list[tuple[int, int]], outcome: Moderated) -> dict:
+    """Perspective's `attributeScores`: each wanted attribute at or above its scoreThreshold (Perspective leaves out
+    the others), with its score per span when spans were asked for."""
+    answer = {}
+    for name, threshold in wanted.items():
+        category = PERSPECTIVE_ATTRIBUTES[name]
+        value = outcome.scored.categories[category]
+        if value >= threshold:
+            per_span = [SpanScore(begin=begin, end=end, score=Score(value=scores[category]))
+                        for (begin, end), scores in zip(spans, outcome.span_scores)]  # fmt: skip
+            answer[name] = AttributeScores(summaryScore=Score(value=value), spanScores=per_span or None)
+    return answer
 
 
 def _comment_text(raw: dict) -> str:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 
-from moderation.errors import ModelUnavailable, TextTooLong, UploadTooLarge
-from moderation.flow import (
-    BATCH_TEXT_LIMITS, Caller, Moderated, check_texts, parse_threshold, require_scope,
-)
+from moderation.errors import ModelUnavailable, UploadTooLarge
+from moderation.flow import Caller, Moderated
+from moderation.items import image_item, text_item
+from moderation.limits import BATCH_TEXT_LIMITS, check_texts, parse_threshold, require_scope
+from policy.types import PRIMARY_CATEGORIES
 from serve_app import errors
 from serve_app.auth import authenticated_caller, services
-from serve_app.bodies import FORM_OVERHEAD_BYTES, json_bytes_for, json_object, read_body, refuse_declared_oversize
+from serve_app.bodies import FORM_OVERHEAD_BYTES, json_bytes_for, read_json, refuse_declared_oversize
 from serve_app.form_reader import PartTooLarge, read_form
 from serve_app.schemas import (
     BODY_ROUTE_ERRORS,
@@ -32,7 +34,7 @@ from serve_app.schemas import (
     TextResult,
     checked_image_url,
     error_responses,
-    review_id_of,
+    review_id,
 )
 
 router = APIRouter()
@@ -47,6 +49,10 @@ THRESHOLD_QUERY = Query(
 REVIEW_ID_PATH = Path(json_schema_extra={"pattern": "^[0-9]{1,18}$", "examples": ["1"]})
 
 
+# The categories every image and every text is scored for: the raw scores of the native results.
+NSFW, TOXIC = PRIMARY_CATEGORIES["image"], PRIMARY_CATEGORIES["text"]
+
+
 @router.post(
     "/v1/moderate", response_model=ImageResult, response_model_exclude_none=True, openapi_extra=MODERATE_IMAGE_BODY,
     responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)},
@@ -56,7 +62,6 @@ async def moderate_image(
     threshold: str | None = THRESHOLD_QUERY,
     caller: Caller = Depends(authenticated_caller),
 ) -> ImageResult:
-    svc = services(request)
     require_scope(caller.plan, "image")
     override = parse_threshold(threshold)
     max_bytes = caller.plan.image_max_bytes
@@ -73,16 +78,15 @@ async def moderate_image(
 
     # Decoding runs on the model side, inside the flow's scoring, after the quota unit is taken: no pixel
     # is decoded for a caller without quota.
-    item = svc.image_item(caller, data, reference=form.fields.get("reference"), image_url=_image_url_of(form.fields))
-    [outcome] = await svc.flow.moderate_many(caller, [item], threshold=override)
+    item = image_item(caller.plan, caller.profile, data, reference=form.fields.get("reference"),
+                      image_url=_image_url_of(form.fields))  # fmt: skip
+    [outcome] = await services(request).flow.moderate_many(caller, [item], threshold=override)
     image = outcome.scored
     request.state.log_fields.update(
         format=image.format, width=image.width, height=image.height,
-        scores=outcome.scores, decision=outcome.decision.decision,
-    )
-    return ImageResult(
-        scores=ImageRawScores(nsfw=outcome.scores["nsfw"], safe=outcome.scored.safe), **_result_fields(outcome)
-    )
+        scores=image.categories, decision=outcome.decision.decision,
+    )  # fmt: skip
+    return ImageResult(scores=ImageRawScores(nsfw=image.categories[NSFW], safe=image.safe), **_result_fields(outcome))
 
 
 @router.post(
@@ -95,34 +99,21 @@ async def moderate_text(
     caller: Caller = Depends(authenticated_caller),
 ) -> TextResult | TextBatchResult:
     """One text (`{"text": ...}`), or a batch (`{"texts": [...]}`: one unit, one decision per item)."""
-    svc = services(request)
-    require_scope(caller.plan, "text")
+    limit = json_bytes_for(caller.plan.text_max_chars * BATCH_TEXT_LIMITS)
+    raw = await read_json(request, caller, "text", limit, '{"text": "..."} or {"texts": ["...", ...]}')
     override = parse_threshold(threshold)
-    max_chars = caller.plan.text_max_chars
-    too_long = TextTooLong(f"The text is above the plan's limit of {max_chars} characters.")
-    body = await read_body(request, json_bytes_for(max_chars * BATCH_TEXT_LIMITS), too_long)
-    raw = json_object(body, '{"text": "..."} or {"texts": ["...", ...]}')
     batch = "texts" in raw and "text" not in raw
-    if batch and not isinstance(raw["texts"], list):
-        raise errors.InvalidRequest("texts must be an array of strings or of {\"text\": ...} objects.")
-    payloads = [_text_request(item if isinstance(item, dict) else {"text": item}) for item in raw["texts"]] if batch \
-        else [_text_request(raw)]
-    if not batch and len(payloads[0].text) > max_chars:
-        raise too_long
+    payloads = _batch_payloads(raw["texts"]) if batch else [_text_request(raw)]
     check_texts([payload.text for payload in payloads], caller.plan)
     request.state.log_fields.update(text_chars=sum(len(payload.text) for payload in payloads))
 
-    together = svc.text_batch(len(payloads))
-    items = [svc.text_item(caller, p.text, batch=together, reference=p.reference, image_url=p.image_url) for p in payloads]
-    outcomes = await svc.flow.moderate_many(caller, items, threshold=override)
-    results = [
-        TextResult(scores=TextRawScores(unsafe=o.scores["toxic"], safe=1.0 - o.scores["toxic"]), **_result_fields(o))
-        for o in outcomes
-    ]
+    items = [text_item(caller.profile, p.text, reference=p.reference, image_url=p.image_url) for p in payloads]
+    outcomes = await services(request).flow.moderate_many(caller, items, threshold=override)
+    results = [TextResult(scores=_text_raw_scores(o), **_result_fields(o)) for o in outcomes]
     if batch:
         request.state.log_fields.update(items=len(outcomes), decisions=[o.decision.decision for o in outcomes])
         return TextBatchResult(results=results)
-    request.state.log_fields.update(scores=outcomes[0].scores, decision=outcomes[0].decision.decision)
+    request.state.log_fields.update(scores=outcomes[0].scored.categories, decision=outcomes[0].decision.decision)
     return results[0]
 
 
@@ -144,12 +135,7 @@ async def report(request: Request, caller: Caller = Depends(authenticated_caller
         image_url=_image_url_of(form.fields),
         threshold=caller.profile.report_threshold,
     )
-    return ReportResult(
-        reference=result.reference,
-        reports=result.reports,
-        escalated=result.escalated,
-        review_id=result.review_id,
-    )
+    return ReportResult.model_validate(result, from_attributes=True)
 
 
 @router.get(
@@ -159,12 +145,9 @@ async def report(request: Request, caller: Caller = Depends(authenticated_caller
 async def review_status(
     request: Request, item_id: str = REVIEW_ID_PATH, caller: Caller = Depends(authenticated_caller)
 ) -> ReviewItemView:
-    review_id = review_id_of(item_id)
-    if review_id is None:
-        raise errors.NotFound("No such review item.")
-    item = await services(request).reviews.get(review_id, account=caller.account)
+    item = await services(request).reviews.get(review_id(item_id), account=caller.account)
     if item is None:
-        raise errors.NotFound("No such review item.")
+        raise errors.NoSuchReviewItem()
     return ReviewItemView(**item.model_dump(exclude={"account", "scores", "model_version"}))
 
 
@@ -180,19 +163,15 @@ async def healthz(request: Request) -> Health:
 
 
 def _result_fields(outcome: Moderated) -> dict:
-    """The fields image and text results share."""
-    decision = outcome.decision
-    return {
-        "categories": outcome.scores,
-        "model_version": outcome.model_version,
-        "review_id": outcome.review_id,
-        "decision": decision.decision,
-        "recommended_action": decision.recommended_action,
-        "mode": decision.mode,
-        "threshold": decision.threshold,
-        "profile": decision.profile,
-        "blocked_by": decision.blocked_by,
-    }
+    """The fields image and text results share: the categories scored, the decision, the review item."""
+    scored = outcome.scored
+    return {"categories": scored.categories, "model_version": scored.model_version, "review_id": outcome.review_id,
+            **asdict(outcome.decision)}  # fmt: skip
+
+
+def _text_raw_scores(outcome: Moderated) -> TextRawScores:
+    unsafe = outcome.scored.categories[TOXIC]
+    return TextRawScores(unsafe=unsafe, safe=1.0 - unsafe)
 
 
 def _image_url_of(fields: dict[str, str]) -> str | None:
@@ -200,6 +179,13 @@ def _image_url_of(fields: dict[str, str]) -> str | None:
         return checked_image_url(fields.get("image_url"))
     except ValueError as exc:
         raise errors.InvalidRequest(str(exc)) from None
+
+
+def _batch_payloads(texts) -> list[TextModerationRequest]:
+    """`texts` of a batch: strings, or `{"text": ...}` objects with their reference and image_url."""
+    if not isinstance(texts, list):
+        raise errors.InvalidRequest("texts must be an array of strings or of {\"text\": ...} objects.")
+    return [_text_request(item if isinstance(item, dict) else {"text": item}) for item in texts]
 
 
 def _text_request(raw: dict) -> TextModerationRequest:

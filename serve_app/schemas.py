@@ -8,7 +8,9 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from moderation.limits import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS
 from policy.types import MAX_FIELD_CHARS, Action, Mode, ReviewReason, ReviewStatus
+from serve_app.errors import NoSuchReviewItem
 
 MAX_REFERENCE_CHARS = MAX_FIELD_CHARS  # reference and image_url: as long as the review queue stores them
 RawScores = TypeVar("RawScores")
@@ -18,9 +20,11 @@ REVIEW_ID = re.compile(r"[0-9]{1,18}")
 WEB_URL = re.compile(r"https?://[^\s]+", re.IGNORECASE)
 
 
-def review_id_of(raw: str) -> int | None:
-    """The id in a review path, or None when it cannot be one (the route answers 404)."""
-    return int(raw) if REVIEW_ID.fullmatch(raw) else None
+def review_id(raw: str) -> int:
+    """The id in a review path; 404 `not_found` when it cannot be one."""
+    if not REVIEW_ID.fullmatch(raw):
+        raise NoSuchReviewItem()
+    return int(raw)
 
 
 def checked_image_url(value: str | None) -> str | None:
@@ -264,9 +268,11 @@ _TEXT_BATCH = {
     "type": "object",
     "properties": {
         "texts": {
-            "type": "array", "minItems": 1, "maxItems": 100, "items": {"anyOf": [{"type": "string"}, _ONE_TEXT]},
-            "description": "A batch: up to 100 texts (or {text, reference, image_url} objects), each within the "
-                           "plan's characters and all within 10 times that; one quota unit and one result per item.",
+            "type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+            "items": {"anyOf": [{"type": "string"}, _ONE_TEXT]},
+            "description": f"A batch: up to {MAX_BATCH_ITEMS} texts (or {{text, reference, image_url}} objects), each "
+                           f"within the plan's characters and all within {BATCH_TEXT_LIMITS} times that; one quota "
+                           "unit and one result per item.",
         },
     },
     "required": ["texts"],

@@ -1,6 +1,7 @@
-"""The moderation flow: charge, score, decide, queue, and give the unit back on our failures.
+"""The moderation flow: charge, score, decide, queue, and give the units back on failures.
 
-Against a real redis-server (quota and queue), with model backends this test controls.
+Against a real redis-server (quota and queue), with model backends this test controls: they fail where production's
+fail (a model call raising, the image decoder refusing an upload on the model side).
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import asyncio
 import pytest
 
 from models.image_decoding import InvalidImage
-from models.text_scoring import TextRequest, TextScores
+from models.image_scoring import ImageScores
+from models.image_upload import ScoredImage
+from models.text_scoring import TextScores
 from moderation import flow as flow_module
-from moderation.errors import InvalidBatch, InvalidThreshold, ModelUnavailable, QuotaExceeded, ScopeNotCovered, TextTooLong
-from moderation.flow import Caller, Item, ModerationFlow, TextBatch, check_texts, parse_threshold, require_scope
+from moderation.errors import ModelUnavailable, QuotaExceeded
+from moderation.flow import Caller, ModerationFlow
+from moderation.items import Item, image_item, text_item
 from policy.decisions import decide
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
@@ -26,42 +30,78 @@ PROFILE = Profile(
 )
 
 
-def caller(quota: int = 10, scope: str = "both") -> Caller:
-    plan = Plan(name="plan", scope=scope, monthly_quota=quota, rate_per_second=10, burst=10)
+def caller(quota: int = 10) -> Caller:
+    plan = Plan(name="plan", scope="both", monthly_quota=quota, rate_per_second=10, burst=10)
     key = ApiKey(id="key_1", account="acme", profile="p", plan="plan", created_at=0)
     return Caller(key=key, plan=plan, profile=PROFILE)
 
 
+def text(content: str = "hello", **where: str) -> Item:
+    return text_item(PROFILE, content, **where)
+
+
+def image(data: bytes = b"upload") -> Item:
+    return image_item(caller().plan, PROFILE, data)
+
+
 class Backends:
-    def __init__(self, policy_fails: bool = False):
-        self.policy_fails = policy_fails
+    """The model side as the flow sees it: toxic scores by text (0.1 otherwise), calls recorded; a text call takes
+    `delay_s`, then runs `on_answer` and raises `failure` when set; an upload raises `image_failure` when set."""
+
+    def __init__(self, toxic: dict[str, float] | None = None, failure: Exception | None = None, delay_s: float = 0.0):
+        self.toxic, self.failure, self.delay_s = toxic or {}, failure, delay_s
+        self.image_failure: Exception | None = None
+        self.policy_fails = False
+        self.on_answer = lambda: None
+        self.calls: list[tuple[str, list[str]]] = []
+        self.decide_calls = self.cancelled = 0
+
+    async def _answer(self, texts: list[str]) -> list[TextScores]:
+        try:
+            await asyncio.sleep(self.delay_s)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        self.on_answer()
+        if self.failure:
+            raise self.failure
+        return [TextScores(categories={"toxic": self.toxic.get(t, 0.1)}, model_version="text-1") for t in texts]
+
+    async def score_text(self, request) -> TextScores:
+        self.calls.append(("score_text", [request.text]))
+        return (await self._answer([request.text]))[0]
+
+    async def score_texts(self, requests) -> list[TextScores]:
+        self.calls.append(("score_texts", [r.text for r in requests]))
+        return await self._answer([r.text for r in requests])
+
+    async def score_upload(self, upload) -> ScoredImage:
+        self.calls.append(("score_upload", [upload.data.decode()]))
+        if self.image_failure:
+            raise self.image_failure
+        scores = ImageScores(categories={"nsfw": 0.05}, safe=0.95, model_version="nsfw-1")
+        return ScoredImage(scores=scores, format="PNG", width=4, height=3)
 
     async def decide_many(self, items, profile, threshold):
+        self.decide_calls += 1
         if self.policy_fails:
             raise ConnectionError("policy replica gone")
         return [decide(scores, profile, kind, threshold) for scores, kind in items]
 
 
 @pytest.fixture
-def flow(redis_client):
-    return ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), Backends(), inference_timeout_s=0.5)
+def backends() -> Backends:
+    return Backends()
 
 
-async def no_preparation() -> None:
-    return None
+@pytest.fixture
+def flow(redis_client, backends):
+    return ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), backends, inference_timeout_s=0.5)
 
 
-def text_scores(toxic: float):
-    async def score(_prepared) -> TextScores:
-        return TextScores(categories={"toxic": toxic}, model_version="text-1")
-
-    return score
-
-
-async def test_a_review_decision_queues_an_item_with_the_scores_and_model_version(flow):
-    outcome = await flow.moderate(
-        caller(), kind="text", prepare=no_preparation, score=text_scores(0.6), threshold=None, reference="c-1", image_url=None
-    )
+async def test_a_review_decision_queues_an_item_with_the_scores_and_model_version(flow, backends):
+    backends.toxic["hmm"] = 0.6
+    [outcome] = await flow.moderate_many(caller(), [text("hmm", reference="c-1")])
     assert outcome.decision.decision == "review"
     item = await flow.reviews.get(outcome.review_id, account="acme")
     assert (item.reason, item.kind, item.reference, item.scores, item.model_version) == (
@@ -70,225 +110,142 @@ async def test_a_review_decision_queues_an_item_with_the_scores_and_model_versio
 
 
 @pytest.mark.parametrize("toxic", [0.1, 0.9])
-async def test_allow_and_block_queue_nothing(flow, toxic):
-    outcome = await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(toxic), threshold=None,
-                                  reference=None, image_url=None)
+async def test_allow_and_block_queue_nothing(flow, backends, toxic):
+    backends.toxic["x"] = toxic
+    [outcome] = await flow.moderate_many(caller(), [text("x")])
     assert outcome.review_id is None
     assert await flow.reviews.list(account="acme") == []
 
 
 async def test_every_moderation_takes_one_unit(flow):
     for _ in range(3):
-        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(0.1), threshold=None,
-                            reference=None, image_url=None)
+        await flow.moderate_many(caller(), [text()])
     assert await flow.limits.quota_used("acme") == 3
 
 
-async def test_an_exhausted_quota_refuses_before_the_model_runs(flow):
-    calls = []
-
-    async def score(_prepared):
-        calls.append(1)
-        return TextScores(categories={"toxic": 0.1}, model_version="text-1")
-
-    await flow.moderate(caller(quota=1), kind="text", prepare=no_preparation, score=score, threshold=None, reference=None, image_url=None)
+async def test_an_exhausted_quota_refuses_before_the_model_runs(flow, backends):
+    await flow.moderate_many(caller(quota=1), [text()])
     with pytest.raises(QuotaExceeded):
-        await flow.moderate(caller(quota=1), kind="text", prepare=no_preparation, score=score, threshold=None, reference=None, image_url=None)
-    assert calls == [1]
+        await flow.moderate_many(caller(quota=1), [text()])
+    assert len(backends.calls) == 1
 
 
-async def test_invalid_content_found_while_preparing_gives_the_unit_back_and_keeps_its_error(flow):
-    calls = []
-
-    async def undecodable():
-        raise InvalidImage("not an image")
-
-    async def score(_prepared):
-        calls.append(1)
-
+async def test_an_upload_the_decoder_refuses_gives_the_unit_back_and_keeps_its_error(flow, backends):
+    backends.image_failure = InvalidImage("not a JPEG, PNG, WebP, GIF, BMP or TIFF image")
     with pytest.raises(InvalidImage):
-        await flow.moderate(caller(), kind="image", prepare=undecodable, score=score, threshold=None,
-                            reference=None, image_url=None)
-    assert calls == [] and await flow.limits.quota_used("acme") == 0
+        await flow.moderate_many(caller(), [image()])
+    assert backends.decide_calls == 0 and await flow.limits.quota_used("acme") == 0
 
 
-async def test_a_client_that_hangs_up_mid_request_keeps_its_unit_spent(flow):
-    started = asyncio.Event()
-
-    async def slow(_prepared):
-        started.set()
-        await asyncio.sleep(5)
-
-    task = asyncio.create_task(flow.moderate(caller(), kind="text", prepare=no_preparation, score=slow,
-                                             threshold=None, reference=None, image_url=None))
-    await started.wait()
+async def test_a_client_that_hangs_up_mid_request_keeps_its_unit_spent(flow, backends):
+    backends.delay_s = 5
+    task = asyncio.create_task(flow.moderate_many(caller(), [text()]))
+    while not backends.calls:
+        await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await flow.limits.quota_used("acme") == 1
 
 
-async def test_the_unit_goes_back_to_the_month_it_was_taken_from(flow, monkeypatch):
+async def test_the_unit_goes_back_to_the_month_it_was_taken_from(flow, backends, monkeypatch):
     charged_at = 1_798_761_599.0  # 2026-12-31 23:59:59 UTC
     monkeypatch.setattr(flow_module.time, "time", lambda: charged_at)
 
-    async def broken_after_midnight(_prepared):
-        monkeypatch.setattr(flow_module.time, "time", lambda: charged_at + 2)  # 2027-01-01
-        raise ConnectionError("replica gone")
-
+    backends.on_answer = lambda: monkeypatch.setattr(flow_module.time, "time", lambda: charged_at + 2)  # 2027-01-01
+    backends.failure = ConnectionError("replica gone")
     with pytest.raises(ModelUnavailable):
-        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=broken_after_midnight,
-                            threshold=None, reference=None, image_url=None)
+        await flow.moderate_many(caller(), [text()])
     assert await flow.limits.quota_used("acme", now=charged_at) == 0
     assert await flow.limits.quota_used("acme", now=charged_at + 2) == 0
 
 
-async def test_a_failing_model_is_model_unavailable_and_gives_the_unit_back(flow):
-    async def broken(_prepared):
-        raise ConnectionError("replica gone")
-
+async def test_a_failing_model_is_model_unavailable_and_gives_the_unit_back(flow, backends):
+    backends.failure = ConnectionError("replica gone")
     with pytest.raises(ModelUnavailable):
-        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=broken, threshold=None, reference=None, image_url=None)
+        await flow.moderate_many(caller(), [text()])
     assert await flow.limits.quota_used("acme") == 0
 
 
-async def test_a_model_past_the_timeout_is_model_unavailable_and_gives_the_unit_back(flow):
-    async def slow(_prepared):
-        await asyncio.sleep(5)
-
+async def test_a_model_past_the_timeout_is_model_unavailable_and_gives_the_unit_back(flow, backends):
+    backends.delay_s = 5
     with pytest.raises(ModelUnavailable):
-        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=slow, threshold=None, reference=None, image_url=None)
+        await flow.moderate_many(caller(), [text()])
     assert await flow.limits.quota_used("acme") == 0
 
 
-async def test_a_failing_policy_decides_nothing_and_gives_the_unit_back(redis_client):
-    flow = ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), Backends(policy_fails=True), 0.5)
+async def test_a_failing_policy_decides_nothing_and_gives_the_unit_back(flow, backends):
+    backends.policy_fails = True
+    backends.toxic["hmm"] = 0.6
     with pytest.raises(ModelUnavailable, match="policy"):
-        await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(0.6), threshold=None,
-                            reference=None, image_url=None)
+        await flow.moderate_many(caller(), [text("hmm")])
     assert await flow.limits.quota_used("acme") == 0
     assert await flow.reviews.list(account="acme") == []
 
 
-async def test_a_threshold_override_makes_the_decision_binary(flow):
-    outcome = await flow.moderate(caller(), kind="text", prepare=no_preparation, score=text_scores(0.6), threshold=0.7,
-                                  reference=None, image_url=None)
+async def test_a_threshold_override_makes_the_decision_binary(flow, backends):
+    backends.toxic["hmm"] = 0.6
+    [outcome] = await flow.moderate_many(caller(), [text("hmm")], threshold=0.7)
     assert (outcome.decision.decision, outcome.decision.threshold, outcome.review_id) == ("allow", 0.7, None)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [(None, None), ("0", 0.0), ("0.35", 0.35), ("1", 1.0)])
-def test_threshold_accepts_numbers_from_0_to_1(raw, expected):
-    assert parse_threshold(raw) == expected
-
-
-@pytest.mark.parametrize("raw", ["-0.1", "1.01", "nan", "NaN", "inf", "abc", ""])
-def test_threshold_refuses_anything_else(raw):
-    with pytest.raises(InvalidThreshold):
-        parse_threshold(raw)
-
-
-def test_a_plan_covers_only_its_scope():
-    require_scope(caller(scope="text").plan, "text")
-    with pytest.raises(ScopeNotCovered, match="image"):
-        require_scope(caller(scope="text").plan, "image")
-
-
-def text_item(toxic: float, reference: str | None = None) -> Item:
-    return Item(kind="text", prepare=no_preparation, score=text_scores(toxic), reference=reference)
-
-
-async def test_a_batch_takes_one_unit_per_item_and_queues_each_review_on_its_own(flow):
-    outcomes = await flow.moderate_many(caller(), [text_item(0.1), text_item(0.6, "r-1"), text_item(0.6, "r-2")])
+async def test_a_batch_takes_one_unit_per_item_and_queues_each_review_on_its_own(flow, backends):
+    backends.toxic.update({"b": 0.6, "c": 0.6})
+    outcomes = await flow.moderate_many(caller(), [text("a"), text("b", reference="r-1"), text("c", reference="r-2")])
     assert [o.decision.decision for o in outcomes] == ["allow", "review", "review"]
     assert [(await flow.reviews.get(o.review_id)).reference for o in outcomes[1:]] == ["r-1", "r-2"]
     assert await flow.limits.quota_used("acme") == 3
 
 
-async def test_a_batch_larger_than_the_quota_left_takes_nothing(flow):
-    await flow.moderate_many(caller(quota=4), [text_item(0.1)] * 2)
+async def test_a_batch_larger_than_the_quota_left_takes_nothing(flow, backends):
+    await flow.moderate_many(caller(quota=4), [text()] * 2)
     with pytest.raises(QuotaExceeded):
-        await flow.moderate_many(caller(quota=4), [text_item(0.1)] * 3)
-    assert await flow.limits.quota_used("acme") == 2
+        await flow.moderate_many(caller(quota=4), [text()] * 3)
+    assert await flow.limits.quota_used("acme") == 2 and len(backends.calls) == 1
 
 
-async def test_one_failing_item_fails_the_batch_gives_every_unit_back_and_queues_nothing(flow):
-    async def broken(_prepared):
-        raise ConnectionError("replica gone")
-
-    items = [text_item(0.6), Item(kind="text", prepare=no_preparation, score=broken), text_item(0.6)]
+async def test_a_failing_text_call_fails_the_batch_gives_every_unit_back_and_queues_nothing(flow, backends):
+    backends.toxic.update({"a": 0.6, "b": 0.6})
+    backends.failure = ConnectionError("replica gone")
     with pytest.raises(ModelUnavailable):
-        await flow.moderate_many(caller(), items)
+        await flow.moderate_many(caller(), [text("a"), text("b")])
     assert await flow.limits.quota_used("acme") == 0
     assert await flow.reviews.list(account="acme") == []
 
 
-async def test_batch_items_are_scored_concurrently_but_bounded(flow):
-    running, peak = 0, 0
-
-    async def score(_prepared):
-        nonlocal running, peak
-        running += 1
-        peak = max(peak, running)
-        await asyncio.sleep(0.01)
-        running -= 1
-        return TextScores(categories={"toxic": 0.1}, model_version="text-1")
-
-    await flow.moderate_many(caller(quota=100), [Item(kind="text", prepare=no_preparation, score=score)] * 40)
-    assert peak == flow_module.ITEMS_IN_FLIGHT
+async def test_a_refused_image_cancels_the_texts_call_and_gives_every_unit_back(flow, backends):
+    backends.delay_s = 5
+    backends.image_failure = InvalidImage("not an image")
+    with pytest.raises(InvalidImage):
+        await flow.moderate_many(caller(), [text("look"), image()])
+    await asyncio.sleep(0)  # the cancelled call runs to its end
+    assert backends.cancelled == 1 and await flow.limits.quota_used("acme") == 0
 
 
-def test_check_texts_holds_the_batch_limits():
-    plan = caller().plan.model_copy(update={"text_max_chars": 5})
-    check_texts(["x" * 5] * 10, plan)
-    for texts, error in (([], InvalidBatch), (["x"] * 101, InvalidBatch), (["x" * 6], TextTooLong),
-                         (["x" * 5] * 11, TextTooLong)):
-        with pytest.raises(error):
-            check_texts(texts, plan)
-
-
-async def test_a_request_of_many_items_is_decided_in_one_policy_call(redis_client):
-    class CountingBackends(Backends):
-        calls = 0
-
-        async def decide_many(self, items, profile, threshold):
-            CountingBackends.calls += 1
-            return await super().decide_many(items, profile, threshold)
-
-    flow = ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), CountingBackends(), 0.5)
-    items = [Item(kind="text", prepare=no_preparation, score=text_scores(t)) for t in (0.1, 0.6, 0.9)]
-    outcomes = await flow.moderate_many(caller(), items)
+async def test_the_texts_of_a_request_go_to_the_model_in_one_call_and_the_policy_in_one_call(flow, backends):
+    backends.toxic.update({"b": 0.6, "c": 0.9})
+    outcomes = await flow.moderate_many(caller(), [text("a"), text("b"), text("c")])
     assert [o.decision.decision for o in outcomes] == ["allow", "review", "block"]
-    assert CountingBackends.calls == 1
+    assert backends.calls == [("score_texts", ["a", "b", "c"])] and backends.decide_calls == 1
 
 
-async def test_the_texts_of_a_batch_go_to_the_model_in_one_call():
-    calls = []
-
-    async def score_texts(requests):
-        calls.append([r.text for r in requests])
-        await asyncio.sleep(0.01)
-        return [TextScores(categories={"toxic": len(r.text) / 10}, model_version="v") for r in requests]
-
-    batch = TextBatch(score_texts)
-    requests = [TextRequest(text, ("toxic",)) for text in ("a", "bb", "ccc")]
-    scorers = [batch.scorer(request) for request in requests]
-    scores = await asyncio.gather(*(score(request) for score, request in zip(scorers, requests)))
-    assert calls == [["a", "bb", "ccc"]]
-    assert [s.categories["toxic"] for s in scores] == [0.1, 0.2, 0.3]
+async def test_a_requests_only_text_goes_alone_so_the_model_deployment_batches_it_with_others(flow, backends):
+    await flow.moderate_many(caller(), [text("alone")])
+    assert backends.calls == [("score_text", ["alone"])]
 
 
-async def test_one_cancelled_item_does_not_cancel_the_call_the_others_wait_on():
-    release = asyncio.Event()
+async def test_spans_ride_the_texts_call_and_take_no_unit_and_no_decision(flow, backends):
+    backends.toxic.update({"Fine. Awful!": 0.6, "Fine.": 0.1, "Awful!": 0.95})
+    item = text_item(PROFILE, "Fine. Awful!", spans=[(0, 5), (6, 12)])
+    [outcome] = await flow.moderate_many(caller(), [item])
+    assert backends.calls == [("score_texts", ["Fine. Awful!", "Fine.", "Awful!"])]
+    assert outcome.scored.categories == {"toxic": 0.6} and outcome.decision.decision == "review"
+    assert outcome.span_scores == ({"toxic": 0.1}, {"toxic": 0.95})
+    assert await flow.limits.quota_used("acme") == 1 and backends.decide_calls == 1
 
-    async def score_texts(requests):
-        await release.wait()
-        return [TextScores(categories={"toxic": 0.5}, model_version="v") for _ in requests]
 
-    batch = TextBatch(score_texts)
-    first, second = (batch.scorer(TextRequest(t, ("toxic",))) for t in ("a", "b"))
-    cancelled = asyncio.ensure_future(first(None))
-    waiting = asyncio.ensure_future(second(None))
-    await asyncio.sleep(0)
-    cancelled.cancel()
-    release.set()
-    assert (await waiting).categories == {"toxic": 0.5}
+async def test_an_image_and_texts_are_scored_side_by_side_and_answered_in_request_order(flow, backends):
+    outcomes = await flow.moderate_many(caller(), [text("a"), image(), text("b")])
+    assert sorted(backends.calls) == [("score_texts", ["a", "b"]), ("score_upload", ["upload"])]
+    assert [type(o.scored).__name__ for o in outcomes] == ["TextScores", "ScoredImage", "TextScores"]
+    assert outcomes[1].scored.width == 4 and await flow.limits.quota_used("acme") == 3

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ray import cloudpickle  # what Serve pickles a call's arguments with
 
 from models.text_scoring import TextRequest
-from moderation.flow import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS
+from moderation.compat_mapping import sentence_spans
+from moderation.limits import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS
 from moderation.model_messages import largest_text_message_bytes
 from policy.types import MAX_TEXT_CHARS, TEXT_CATEGORIES
 
@@ -26,3 +27,13 @@ def test_a_full_batch_of_four_byte_characters_pickles_within_the_count():
 
 def test_the_largest_plan_a_default_install_admits_fits_rays_default_cap():
     assert largest_text_message_bytes(MAX_TEXT_CHARS) <= RAY_DEFAULT_REPLICA_MESSAGE_CAP
+
+
+def test_a_comment_with_a_span_per_sentence_pickles_within_the_count():
+    # The shortest sentences make the most spans, all in the comment's one call to the text model.
+    text_max_chars = 2_000
+    for sentence in ("a.", chr(0x1F600) + "."):
+        text = (sentence * text_max_chars)[:text_max_chars]
+        parts = [(0, len(text)), *sentence_spans(text, max_chars=160)]  # the comment, then its sentences
+        requests = [TextRequest(text=text[begin:end], categories=TEXT_CATEGORIES) for begin, end in parts]
+        assert len(cloudpickle.dumps(requests)) <= largest_text_message_bytes(text_max_chars)

@@ -121,3 +121,17 @@ def test_the_admin_api_refuses_an_unknown_text_category(api):
         "mode": "enforce", "report_threshold": 3, "categories": {**TEXT_PROFILE, "self_harm": {"review": 0.1, "block": 0.2}},
     })
     assert_error(response, 400, "invalid_request")
+
+
+def test_every_surface_refuses_a_long_text_with_the_same_sentence(api):
+    api.put_plan("short", scope="both", monthly_quota=100, rate_per_second=50, burst=50, text_max_chars=10)
+    headers = api.new_key(plan="short")
+    perspective = {"comment": {"text": "x" * 11}, "requestedAttributes": {"TOXICITY": {}}}
+    answers = [
+        api.moderate_text(headers, "x" * 11),
+        api.client.post("/v1/moderations", headers=headers, json={"input": "x" * 11}),
+        api.client.post("/v1alpha1/comments:analyze", headers=headers, json=perspective),
+    ]
+    assert [(r.status_code, r.json()["error"]["message"]) for r in answers] == [
+        (413, "The text is above the plan's limit of 10 characters.")
+    ] * 3

@@ -1,0 +1,54 @@
+"""The items of a request, built for the moderation flow: each one what its model takes, scored for the categories
+the caller's profile enables (its kind's primary category always among them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from models.image_upload import ImageUpload
+from models.text_scoring import TextRequest
+from policy.types import PRIMARY_CATEGORIES, ContentKind, Plan, Profile
+
+
+@dataclass(frozen=True)
+class Item:
+    """One piece of content of a request: its model's input, and what a review item records of it."""
+
+    kind: ContentKind
+    content: TextRequest | ImageUpload
+    reference: str | None = None
+    image_url: str | None = None
+    # Text only: (begin, end) parts of the text scored as well (Perspective's span annotations), in the same model
+    # call as the whole; they take no quota unit and get no decision.
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def span_requests(self) -> list[TextRequest]:
+        whole = self.content
+        return [TextRequest(text=whole.text[begin:end], categories=whole.categories) for begin, end in self.spans]
+
+
+def scored_categories(profile: Profile, kind: ContentKind, requested: Iterable[str] = ()) -> tuple[str, ...]:
+    """The primary category of `kind`, the profile's enabled ones, then `requested` ones not among them, once each."""
+    return tuple(dict.fromkeys((PRIMARY_CATEGORIES[kind], *profile.enabled_categories(kind), *requested)))
+
+
+def text_item(
+    profile: Profile,
+    text: str,
+    *,
+    requested: Iterable[str] = (),
+    spans: Iterable[tuple[int, int]] = (),
+    reference: str | None = None,
+    image_url: str | None = None,
+) -> Item:
+    """A text, scored for the profile's categories and the `requested` ones (Perspective's attributes)."""
+    request = TextRequest(text=text, categories=scored_categories(profile, "text", requested))
+    return Item(kind="text", content=request, reference=reference, image_url=image_url, spans=tuple(spans))
+
+
+def image_item(plan: Plan, profile: Profile, data: bytes, *, reference: str | None = None,
+               image_url: str | None = None) -> Item:  # fmt: skip
+    """An upload's bytes: decoded on the model side, after the quota unit is taken, within the plan's pixels."""
+    upload = ImageUpload(data=data, max_pixels=plan.image_max_pixels, categories=scored_categories(profile, "image"))
+    return Item(kind="image", content=upload, reference=reference, image_url=image_url)
