@@ -77,11 +77,11 @@ NotFound = ErrorKind(404, "not_found", "Not found.")
 NoSuchReviewItem = ErrorKind(404, "not_found", "No such review item.")
 MethodNotAllowed = ErrorKind(405, "method_not_allowed", "Method not allowed.")
 RequestTimeout = ErrorKind(408, "request_timeout", "The request body did not arrive in time.")
-RateLimited = ErrorKind(429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After.")
 TooManyInFlight = ErrorKind(
     429, "too_many_requests_in_flight",
     "Too many requests of this account are in progress; retry after the seconds in Retry-After.", retry_after_s=1,
 )  # fmt: skip
+RateLimited = ErrorKind(429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After.")
 InternalError = ErrorKind(500, "internal_error", "Internal error.")
 Overloaded = ErrorKind(
     503, "overloaded", "The service is at capacity; retry after the seconds in Retry-After.", retry_after_s=1

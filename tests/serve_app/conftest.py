@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
-from support.api import Api, public_and_admin, StubBackends
+from support.api import Api, StubBackends, seeded_api
 
 from serve_app.services import Services
 
@@ -17,9 +16,7 @@ def backends() -> StubBackends:
 @pytest.fixture
 def api(redis_url: str, backends: StubBackends):
     services = Services.connect(redis_url, backends, inference_timeout_s=2)
-    with TestClient(public_and_admin(services), raise_server_exceptions=False) as client:
-        api = Api(client, backends)
-        api.seed()
+    with seeded_api(services, backends) as api:
         yield api
 
 

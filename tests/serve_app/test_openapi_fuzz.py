@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
-from support.api import Api, StubBackends, public_and_admin
+from support.api import StubBackends, seeded_api
 
 from serve_app.app import create_app
 from serve_app.services import Services
@@ -38,9 +37,7 @@ def fuzz_app(redis_url: str):
     backends = StubBackends()
     # Set-up goes through the admin API on its own Services (its own connection pool, its own event
     # loop): the fuzzed app below gets a fresh one, driven by schemathesis's event loop.
-    with TestClient(public_and_admin(Services.connect(redis_url, backends)), raise_server_exceptions=False) as client:
-        api = Api(client, backends)
-        api.seed()
+    with seeded_api(Services.connect(redis_url, backends), backends) as api:
         api.put_plan("fuzz", **FUZZ_PLAN)
         key = api.new_key(account="fuzz", plan="fuzz")
         # A pending item of this account, so that GET /v1/review/{id} also reaches a 200 for id 1.

@@ -7,10 +7,9 @@ import io
 
 import pytest
 import yaml
-from fastapi.testclient import TestClient
 from PIL import Image
 from skimage import data as photos
-from support.api import Api, public_and_admin
+from support.api import seeded_api
 from support.firearm import rendered_revolver
 
 from moderation.local_backends import LocalBackends
@@ -28,9 +27,7 @@ def real_backends() -> LocalBackends:
 @pytest.fixture
 def real_api(redis_url, real_backends):
     services = Services.connect(redis_url, real_backends)
-    with TestClient(public_and_admin(services), raise_server_exceptions=False) as client:
-        api = Api(client, real_backends)
-        api.seed()
+    with seeded_api(services, real_backends) as api:
         yield api
 
 

@@ -8,6 +8,8 @@ the same app in test_real_models.py and through Ray Serve in tests/e2e/.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from fastapi.testclient import TestClient
@@ -134,6 +136,15 @@ class Api:
 
     def report(self, headers: dict, reference: str, **fields):
         return self.client.post("/v1/report", headers=headers, files={"reference": (None, reference)}, data=fields)
+
+
+@contextmanager
+def seeded_api(services: Services, backends) -> Iterator[Api]:
+    """An Api over both apps of `services`, with the shipped plans and profiles and the test profile in place."""
+    with TestClient(public_and_admin(services), raise_server_exceptions=False) as client:
+        api = Api(client, backends)
+        api.seed()
+        yield api
 
 
 def photo_bytes(fmt: str = "JPEG", size: tuple[int, int] = (64, 48)) -> bytes:
