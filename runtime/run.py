@@ -23,7 +23,7 @@ from runtime.bootstrap import prepare_store
 from runtime.embedded_store import EmbeddedStore
 from runtime.preflight import StartRefused, preflight
 from runtime.ray_cluster import replica_env, start_local_ray
-from runtime.settings import get_settings
+from runtime.settings import Settings, get_settings
 
 log = logging.getLogger("moderation.run")
 
@@ -65,34 +65,10 @@ def main() -> None:
     import ray
     from ray import serve
 
-    from runtime.deploy import deploy, read_serve_config, wait_until_running
-
     try:
         first_key = asyncio.run(prepare_store(settings, redis_url))
-        start_local_ray(
-            settings.data_dir,
-            num_cpus=os.cpu_count(),
-            log_to_driver=True,
-            metrics_port=settings.metrics_port,
-            haproxy=settings.haproxy,
-            haproxy_stats_port=settings.haproxy_stats_port,
-            haproxy_metrics_port=settings.haproxy_metrics_port,
-        )
-        _stop_on_signals()
-        deploy(
-            read_serve_config(
-                settings.serve_config,
-                host=settings.host,
-                port=settings.port,
-                # The embedded store's password goes by its 0600 file, not in the URL (Serve logs its arguments).
-                redis_url=redis_server.url_without_password if redis_server else redis_url,
-                redis_password_file=redis_server.password_path if redis_server else None,
-                env_vars=replica_env(os.environ),  # the same settings as here, minus the secrets
-            )
-        )
-        wait_until_running()
-        base_url = f"http://{settings.host}:{settings.port}"
-        print(f"\nModeration service ready at {base_url}", flush=True)
+        _start_graph(settings, redis_url, redis_server)
+        print(f"\nModeration service ready at http://{settings.host}:{settings.port}", flush=True)
         print(f"Prometheus metrics at http://127.0.0.1:{settings.metrics_port}/metrics", flush=True)
         if settings.admin_token:
             admin_server = AdminServer(
@@ -120,6 +96,34 @@ def main() -> None:
         if redis_server is not None:
             redis_server.stop()
         log.info("stopped")
+
+
+def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore | None) -> None:
+    """Ray on loopback, then serve_config.yaml deployed with this run's host, port and store; returns once running."""
+    from runtime.deploy import deploy, read_serve_config, wait_until_running
+
+    start_local_ray(
+        settings.data_dir,
+        num_cpus=os.cpu_count(),
+        log_to_driver=True,
+        metrics_port=settings.metrics_port,
+        haproxy=settings.haproxy,
+        haproxy_stats_port=settings.haproxy_stats_port,
+        haproxy_metrics_port=settings.haproxy_metrics_port,
+    )
+    _stop_on_signals()
+    deploy(
+        read_serve_config(
+            settings.serve_config,
+            host=settings.host,
+            port=settings.port,
+            # The embedded store's password goes by its 0600 file, not in the URL (Serve logs its arguments).
+            redis_url=redis_server.url_without_password if redis_server else redis_url,
+            redis_password_file=redis_server.password_path if redis_server else None,
+            env_vars=replica_env(os.environ),  # the same settings as here, minus the secrets
+        )
+    )
+    wait_until_running()
 
 
 def _shutdown_serve(serve, timeout_s: float = 10) -> None:

@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     default_plan: str = "default"
     default_profile: str = "default"
     # How long the ingress waits for a model before answering 503.
-    inference_timeout_s: float = 30.0
+    inference_timeout_s: float = TimeLimits.inference_timeout_s
     # Time bounds of a request in the ingress (serve_app/deadlines.py, whose TimeLimits holds the defaults);
     # no client header lifts them.
     # Longest wait between two chunks of a request body before a 408 request_timeout.

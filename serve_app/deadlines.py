@@ -41,6 +41,8 @@ class TimeLimits:
     body_timeout_s: float = 30.0
     request_timeout_s: float = 60.0
     max_in_flight_per_account: int = 16
+    # How long the flow waits for a model or the Policy before a 503 (moderation/flow.py).
+    inference_timeout_s: float = 30.0
 
 
 class InFlight:

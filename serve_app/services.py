@@ -31,7 +31,7 @@ class Services:
         redis_url: str,
         backends: ModelBackends | None,
         *,
-        inference_timeout_s: float = 30.0,
+        inference_timeout_s: float = TimeLimits.inference_timeout_s,
         time_limits: TimeLimits = TimeLimits(),
         review_rules: ReviewRules | None = None,
         redis_password: str | None = None,

@@ -6,6 +6,8 @@ with an embedded redis-server of its own (runtime/local_graph.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from support.tiny_models import tiny_bert
@@ -14,6 +16,15 @@ from runtime.local_graph import local_graph
 
 ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef"
 SWAP_VERSION = "tiny-bert-e2e-1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test in this folder runs the real graph: marked e2e whether or not its module says so, so that
+    `make test-fast` (-m "not e2e") never starts Ray."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")
