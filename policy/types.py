@@ -27,7 +27,7 @@ PRIMARY_CATEGORIES = {"image": "nsfw", "text": "toxic"}
 MIB = 1024 * 1024
 # The largest input limits an operator may give a plan. Images: a phone photo is 3-8 MB, a 4K PNG screenshot up to
 # about 25 MB; every upload is held in memory while it is checked and scored, so no more than this. Texts: a batch of
-# them (at most ten times the limit, moderation/flow.py) must fit one message to the text model
+# them (at most ten times the limit, moderation/limits.py) must fit one message to the text model
 # (moderation/model_messages.py), which `make serve` checks against the transport at start.
 MAX_IMAGE_BYTES = 64 * MIB
 MAX_TEXT_CHARS = 100_000
