@@ -22,7 +22,7 @@ from runtime.admin_server import AdminServer
 from runtime.bootstrap import prepare_store
 from runtime.embedded_store import EmbeddedStore
 from runtime.preflight import StartRefused, preflight
-from runtime.ray_cluster import replica_env, start_local_ray
+from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE, DRAIN_S, replica_env, start_local_ray
 from runtime.settings import Settings, get_settings
 
 log = logging.getLogger("moderation.run")
@@ -90,8 +90,12 @@ def main() -> None:
         log.info("stopping")
         if admin_server is not None:
             admin_server.stop()
+        if ray.is_initialized() and not _shutdown_serve(serve) and redis_server is not None:
+            # ray.shutdown() under a serve.shutdown() still running can end this process (Ray's core worker exits when
+            # that thread touches it afterwards): the store, which holds what was accepted, is stopped cleanly first.
+            redis_server.stop()
+            redis_server = None
         if ray.is_initialized():
-            _shutdown_serve(serve)
             ray.shutdown()  # stops the Ray processes this run started
         if redis_server is not None:
             redis_server.stop()
@@ -126,15 +130,20 @@ def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore
     wait_until_running()
 
 
-def _shutdown_serve(serve, timeout_s: float = 10) -> None:
-    """serve.shutdown(), but never a hang: a signal sent to the whole process group
-    (Ctrl-C in a terminal, `kill -- -PGID`) has already stopped part of Ray, and then
-    serve.shutdown() would wait for a controller that is gone."""
+def _shutdown_serve(serve) -> bool:
+    """serve.shutdown(), but never a hang; True when it finished.
+
+    A signal sent to the whole process group (Ctrl-C in a terminal, `kill -- -PGID`) has already stopped part of Ray,
+    and then serve.shutdown() would wait for a controller that is gone. Otherwise it takes as long as the ingress
+    replicas' drain (runtime/ray_cluster.py DRAIN_S), so it gets that and some slack.
+    """
+    timeout_s = float(os.environ.get(DRAIN_PERIOD_VARIABLE, DRAIN_S)) + 15
     worker = threading.Thread(target=serve.shutdown, daemon=True)
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
         log.warning("serve.shutdown() did not finish in %s s; stopping Ray directly", timeout_s)
+    return not worker.is_alive()
 
 
 if __name__ == "__main__":

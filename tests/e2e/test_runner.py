@@ -68,9 +68,14 @@ def test_first_start_prints_a_key_once_and_a_restart_keeps_everything(tmp_path):
             escalated = httpx.post(f"{base_url}/v1/report", headers=headers, files={"reference": (None, "r1")}, timeout=30).json()
         assert escalated["escalated"] is True
     finally:
+        stopping = time.monotonic()
         code = stop(first)
     assert code == 0
     assert processes_of_session(first.pid) == []  # Serve, Ray and Redis all stopped
+    # Serve stopped on its own, within the ingress's short drain: not cut off (which can end the runner before it
+    # stops the store), and not Ray's 30 s default drain for outside load balancers.
+    assert "did not finish" not in (tmp_path / "first.log").read_text()
+    assert time.monotonic() - stopping < 25
 
     second = start_runner(data_dir, port, tmp_path / "second.log")
     try:
