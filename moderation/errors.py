@@ -33,6 +33,11 @@ class TextTooLong(ModerationError):
     """A text, the texts of one request, or the JSON body carrying them, over the plan's characters."""
 
 
+class InvalidText(ModerationError):
+    """A text that is not valid Unicode (a lone surrogate such as "\\ud800", which JSON can carry): no model,
+    encoder or store takes it, and inside a model's batch it would fail the other requests' texts too."""
+
+
 class InvalidBatch(ModerationError):
     """A batch with no item or more than `moderation.limits.MAX_BATCH_ITEMS`."""
 

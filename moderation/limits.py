@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from moderation.errors import InvalidBatch, InvalidThreshold, ScopeNotCovered, TextTooLong
+from moderation.errors import InvalidBatch, InvalidText, InvalidThreshold, ScopeNotCovered, TextTooLong
 from policy.types import ContentKind, Plan
 
 # A batch (`{"texts": [...]}` on /v1/moderate-text, an array `input` on /v1/moderations): at most this many items,
@@ -25,6 +25,9 @@ def check_texts(texts: Sequence[str], plan: Plan) -> None:
     if not 1 <= len(texts) <= MAX_BATCH_ITEMS:
         raise InvalidBatch(f"A batch holds from 1 to {MAX_BATCH_ITEMS} items; this one has {len(texts)}.")
     for number, text in enumerate(texts):
+        if not text.isascii() and not _encodable(text):
+            raise InvalidText(f"{'The text' if len(texts) == 1 else f'Text {number}'} is not valid Unicode "
+                              "(it holds a lone surrogate).")
         if len(text) > plan.text_max_chars:
             which = "The text" if len(texts) == 1 else f"Text {number}"
             raise TextTooLong(f"{which} is above the plan's limit of {plan.text_max_chars} characters.")
@@ -44,3 +47,11 @@ def parse_threshold(raw: str | None) -> float | None:
     if not 0.0 <= value <= 1.0:  # also refuses NaN
         raise InvalidThreshold()
     return value
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

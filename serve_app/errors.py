@@ -96,6 +96,7 @@ _IMAGE_TOO_LARGE = ErrorKind(413, "image_too_large")
 DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     flow.InvalidThreshold: ErrorKind(400, "invalid_threshold"),
     flow.InvalidBatch: InvalidRequest,
+    flow.InvalidText: InvalidRequest,
     InvalidImage: ErrorKind(400, "invalid_image", "The image could not be decoded or its format is not supported."),
     InvalidReviewField: InvalidRequest,
     flow.QuotaExceeded: ErrorKind(402, "quota_exceeded"),

@@ -4,6 +4,7 @@ and the real `openai` SDK pointed at the in-process app (tests/e2e/test_compat_c
 from __future__ import annotations
 
 import base64
+import json
 
 import openai
 import pytest
@@ -159,3 +160,12 @@ def test_the_openai_sdk_parses_answers_and_errors(sdk, backends):
     with pytest.raises(openai.BadRequestError) as refused:
         sdk.moderations.create(input="x", model="gpt-9")
     assert refused.value.code == "model_not_found" and refused.value.type == "invalid_request_error"
+
+
+@pytest.mark.parametrize("input", ["\ud800", ["fine", "bad \udfff"], [{"type": "text", "text": "\ud800"}]])
+def test_a_lone_surrogate_is_400_before_any_unit_or_model_call(api, key, backends, input):
+    # It would fail the model's shared batch, and every other tenant's text in it, if it got that far.
+    body = json.dumps({"input": input})  # ASCII JSON: the surrogate travels as its escape, as a client may send it
+    response = api.client.post("/v1/moderations", headers={**key, "Content-Type": "application/json"}, content=body)
+    assert "not valid Unicode" in assert_openai_error(response, 400, "invalid_request")
+    assert usage(api) == 0 and backends.text_calls == []
