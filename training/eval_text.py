@@ -7,7 +7,7 @@ window per category). The test split (see training/text_data.py) was never used 
 epoch or for the thresholds (those come from the dev split, `thresholds.json`). Leave-one-source-out and the
 encoder comparison are read from `training-report.json`, written by training (they need retraining). The
 hand-written rows of data/text/ are reported apart, as a rule test. Rewrites `models/weights/text/model-card.md`
-and the block of README.md between the eval-text markers.
+and the block of docs/text-model.md between the eval-text markers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from training import model_card
 from training.metrics import review_threshold, roc_auc
 from training.text_data import REPO_ROOT, load_comments, load_handwritten
 
-README = REPO_ROOT / "README.md"
+TEXT_MODEL_DOC = REPO_ROOT / "docs" / "text-model.md"  # holds the block between the eval-text markers
 TRAINING_REPORT = DEFAULT_WEIGHTS.parent / "training-report.json"
 TABLE_START, TABLE_END = "<!-- eval-text:start -->", "<!-- eval-text:end -->"
 # The quality targets, on real held-out comments.
@@ -52,10 +52,11 @@ def main() -> None:
     figures["targets"]["at_15"] = _recall_at_15(test, scores)
     card = model_card.render(model, thresholds, report, figures)
     (DEFAULT_WEIGHTS.parent / "model-card.md").write_text(card, encoding="utf-8")
-    block = model_card.readme_block(model, thresholds, figures)
-    _replace_block(README, block)
+    block = model_card.evaluation_block(model, thresholds, figures)
+    _replace_block(TEXT_MODEL_DOC, block)
     print(block)
-    print(f"\nwrote {DEFAULT_WEIGHTS.parent.relative_to(REPO_ROOT)}/model-card.md and the README block")
+    print(f"\nwrote {DEFAULT_WEIGHTS.parent.relative_to(REPO_ROOT)}/model-card.md and the block of "
+          f"{TEXT_MODEL_DOC.relative_to(REPO_ROOT)}")
 
 
 def _figures(labels, scores, review, block) -> dict:

