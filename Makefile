@@ -41,7 +41,7 @@ bench: install
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model
-# card and the README table; `train-text` rebuilds the model from the sources (a GPU helps), then evaluates it.
+# card and the evaluation block of docs/text-model.md; `train-text` rebuilds the model from the sources (a GPU helps), then evaluates it.
 eval-text: install
 	$(BIN)/python -m training.eval_text
 

@@ -34,7 +34,7 @@ DAY_S = 24 * 3600
 
 @dataclass(frozen=True)
 class ReviewRules:
-    """How long the queue keeps what, and how much one account may add per day (README, SECURITY)."""
+    """How long the queue keeps what, and how much one account may add per day (docs/configuration.md, SECURITY.md)."""
 
     # A reference's report counter is forgotten this long after its last report.
     report_counter_ttl_s: int = 30 * DAY_S

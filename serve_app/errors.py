@@ -1,6 +1,6 @@
 """Every error the API answers with, and the one place that turns exceptions into responses.
 
-An error answer is one type, `ApiError`: a status, a stable code (README: Errors), a sentence for the client and,
+An error answer is one type, `ApiError`: a status, a stable code (docs/api.md: Errors), a sentence for the client and,
 where a retry can succeed, Retry-After. The body is `{"error": {"code": "<code>", "message": "<text>"}}`, except on
 the compatible routes, which answer in the envelope their clients parse (`ENVELOPES`: OpenAI's on /v1/moderations,
 Google's on the Perspective routes) with the same status and code. The errors only HTTP can see (a bad key, a

@@ -122,11 +122,11 @@ class Health(BaseModel):
     models: dict[str, str]
 
 
-# --- What the OpenAPI document says beyond the response models (README: Errors) ----------------------------------
+# --- What the OpenAPI document says beyond the response models (docs/api.md: Errors) ----------------------------------
 
 
 class ErrorDetail(BaseModel):
-    code: str = Field(description="A stable machine-readable code, e.g. `invalid_image` (README: Errors).")
+    code: str = Field(description="A stable machine-readable code, e.g. `invalid_image` (docs/api.md: Errors).")
     message: str = Field(description="A sentence for humans; never a traceback.")
 
 
@@ -140,7 +140,7 @@ class OpenAIErrorDetail(BaseModel):
     message: str
     type: str = Field(description="invalid_request_error, authentication_error, insufficient_quota, ...")
     param: str | None = None
-    code: str = Field(description="This service's error code (README: Errors), e.g. `model_not_found`.")
+    code: str = Field(description="This service's error code (docs/api.md: Errors), e.g. `model_not_found`.")
 
 
 class OpenAIErrorBody(BaseModel):

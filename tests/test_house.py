@@ -43,7 +43,7 @@ HOMES = {
 }
 
 
-# The documented time limits (README: Environment): 10, 30, 60 and 30 s by default.
+# The documented time limits (docs/configuration.md: Environment variables): 10, 30, 60 and 30 s by default.
 TIME_LIMITS = ("body_idle_timeout_s", "body_timeout_s", "request_timeout_s", "inference_timeout_s")
 
 
