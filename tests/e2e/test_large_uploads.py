@@ -7,6 +7,7 @@ ImageModel by reference (the object store) instead, so a phone photo is not a 50
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from support.big_images import animated_gif, gif_of_tiny_frames, photo_of_size
@@ -69,3 +70,28 @@ def test_a_gif_of_300000_frames_is_scored_on_the_frames_that_fit_the_budget(clie
     response = client.post("/v1/moderate", headers=new_key(), files={"image": ("b.gif", bomb)})
     assert response.status_code == 200, response.text
     assert response.json()["decision"] == "allow"
+
+
+def test_phone_photos_from_many_tenants_at_once_leave_another_account_served(client, new_key):
+    # Four accounts upload twelve phone-sized photos at once; a fifth account's text is answered meanwhile.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.inputs import phone_jpegs
+
+    photos, uploaders = phone_jpegs(), [new_key(account=f"phone-{n}") for n in range(4)]
+    other = new_key(account="bystander")
+
+    def upload(index: int) -> int:
+        files = {"image": ("p.jpg", photos[index % len(photos)])}
+        return client.post("/v1/moderate", headers=uploaders[index % 4], files=files).status_code
+
+    with ThreadPoolExecutor(12) as pool:
+        uploads = [pool.submit(upload, index) for index in range(12)]
+        time.sleep(0.5)  # the uploads are in flight
+        started = time.monotonic()
+        answer = client.post("/v1/moderate-text", headers=other, json={"text": "Lovely photos, thanks for sharing."})
+        waited = time.monotonic() - started
+        statuses = [future.result() for future in uploads]
+    assert answer.status_code == 200 and answer.json()["decision"] == "allow"
+    assert waited < 5, f"another account waited {waited:.1f} s"
+    assert statuses == [200] * 12

@@ -25,6 +25,7 @@ from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, e
 CASES = [
     (flow.InvalidThreshold(), 400, "invalid_threshold"),
     (flow.InvalidBatch(), 400, "invalid_request"),
+    (flow.InvalidText(), 400, "invalid_request"),
     (InvalidImage("not an image"), 400, "invalid_image"),
     (InvalidReviewField("'reference' is longer than 4096 characters."), 400, "invalid_request"),
     (flow.QuotaExceeded(), 402, "quota_exceeded"),
