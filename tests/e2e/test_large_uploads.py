@@ -95,3 +95,29 @@ def test_phone_photos_from_many_tenants_at_once_leave_another_account_served(cli
     assert answer.status_code == 200 and answer.json()["decision"] == "allow"
     assert waited < 5, f"another account waited {waited:.1f} s"
     assert statuses == [200] * 12
+
+
+def test_long_texts_at_the_plans_limit_are_scored_while_another_account_is_served(client, new_key):
+    # A single text at the default plan's 20,000 characters, and a batch of ten of them (the batch's whole allowance),
+    # from three accounts at once; a fourth account's short text is answered meanwhile.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.inputs import long_text
+
+    text = long_text()
+    assert len(text) >= 19_000
+    bodies = [{"text": text}, {"texts": [text[: 20_000 - n] for n in range(10)]}] * 3
+    senders = [new_key(account=f"long-{n}") for n in range(3)]
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = [pool.submit(client.post, "/v1/moderate-text", headers=senders[i % 3], json=body)
+                   for i, body in enumerate(bodies)]
+        time.sleep(0.3)
+        started = time.monotonic()
+        other = client.post("/v1/moderate-text", headers=new_key(account="short"), json={"text": "Nice work!"})
+        waited = time.monotonic() - started
+        responses = [future.result() for future in answers]
+    assert other.status_code == 200 and waited < 5, f"another account waited {waited:.1f} s"
+    assert [r.status_code for r in responses] == [200] * 6, [r.text[:200] for r in responses]
+    assert [len(r.json()["results"]) for r in responses[1::2]] == [10] * 3
+    assert all(r.json()["decision"] == "allow" for r in responses[0::2])  # benign prose, all of it scored

@@ -37,3 +37,21 @@ def test_a_comment_with_a_span_per_sentence_pickles_within_the_count():
         parts = [(0, len(text)), *sentence_spans(text, max_chars=160)]  # the comment, then its sentences
         requests = [TextRequest(text=text[begin:end], categories=TEXT_CATEGORIES) for begin, end in parts]
         assert len(cloudpickle.dumps(requests)) <= largest_text_message_bytes(text_max_chars)
+
+
+def test_a_comment_split_into_the_most_spans_still_fits_the_count():
+    # Perspective's spanAnnotations send the comment and each sentence in the same call; one-character sentences
+    # at the largest plan limit are the most requests one message can hold (50,000).
+    import yaml
+
+    from moderation.compat_mapping import sentence_spans
+    from moderation.items import text_item
+    from policy.types import Profile
+    from runtime.settings import PROJECT_ROOT
+
+    profile = Profile(name="default", **yaml.safe_load((PROJECT_ROOT / "config" / "profiles.yaml").read_text())["default"])
+    text = "\U0001F600." * (MAX_TEXT_CHARS // 2)
+    item = text_item(profile, text, spans=sentence_spans(text, 160))
+    requests = [item.content, *item.span_requests()]
+    assert len(requests) == MAX_TEXT_CHARS // 2 + 1
+    assert len(cloudpickle.dumps(requests)) <= largest_text_message_bytes(MAX_TEXT_CHARS)
