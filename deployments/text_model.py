@@ -2,12 +2,18 @@
 
 A thin shell: the model comes from the registry through `ModelSet`, the scoring lives
 in `models.text_scoring.TextScorer`.
+
+Two lanes, a thread each: short work (the shared @serve.batch of short texts, and small batches) runs on one, long
+work (texts of thousands of characters, big batches) on the other, so an account sending 20,000-character texts
+never queues another account's short text behind its windows: the two lanes share the CPU. On asyncio's default
+pool both would wait for its few threads (six on two cores), all of which long work could hold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ray import serve
@@ -18,6 +24,7 @@ from deployments.threads import limit_compute_threads
 from models.model_set import ModelSet, wanted_entries
 from models.tasks import TEXT_TASKS
 from models.text_scoring import TextRequest, TextScorer, TextScores
+from moderation.limits import is_short_text_work
 
 # Defaults; serve_config.yaml's user_config (max_batch_size, batch_wait_timeout_s) overrides them at run
 # time (deployments/batching.py), never above max_ongoing_requests, or batches would be capped.
@@ -34,6 +41,8 @@ class TextModel:
         self._registry = Path(model_registry)
         self._models = ModelSet()
         self._scorer: TextScorer | None = None
+        self._short_lane = ThreadPoolExecutor(1, thread_name_prefix="text-short")
+        self._long_lane = ThreadPoolExecutor(1, thread_name_prefix="text-long")
 
     async def reconfigure(self, user_config: dict) -> None:
         # Checked first: a bad batch setting changes nothing, the models included.
@@ -45,15 +54,16 @@ class TextModel:
 
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def score(self, requests: list[TextRequest]) -> list[TextScores]:
-        started = time.perf_counter()
-        scores = await asyncio.to_thread(self._scorer.score, requests)
-        record_batch("text", len(requests), time.perf_counter() - started)
-        return scores
+        return await self._scored_on(self._short_lane, requests)
 
     async def score_many(self, requests: list[TextRequest]) -> list[TextScores]:
         """The texts of one request together, outside @serve.batch: they are a batch already."""
-        started = time.perf_counter()
-        scores = await asyncio.to_thread(self._scorer.score, requests)
+        short = is_short_text_work([request.text for request in requests])
+        return await self._scored_on(self._short_lane if short else self._long_lane, requests)
+
+    async def _scored_on(self, lane: ThreadPoolExecutor, requests: list[TextRequest]) -> list[TextScores]:
+        started, scorer = time.perf_counter(), self._scorer
+        scores = await asyncio.get_running_loop().run_in_executor(lane, scorer.score, requests)
         record_batch("text", len(requests), time.perf_counter() - started)
         return scores
 

@@ -21,6 +21,7 @@ from models.text_scoring import TextRequest, TextScores
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded
 from moderation.items import Item
+from moderation.limits import is_short_text_work
 from policy.decisions import Decision
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
@@ -108,8 +109,9 @@ class ModerationFlow:
     async def _score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
         if not requests:
             return []
-        if len(requests) == 1:
-            # One text alone takes the model deployment's own batching (@serve.batch), with other requests' texts.
+        if len(requests) == 1 and is_short_text_work([requests[0].text]):
+            # One short text alone takes the model deployment's own batching (@serve.batch), with other requests'
+            # short texts; a long one would make every text of that batch wait for its windows.
             return [await self.backends.score_text(requests[0])]
         return await self.backends.score_texts(requests)
 

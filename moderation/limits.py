@@ -13,6 +13,15 @@ from policy.types import ContentKind, Plan
 # each text within the plan's `text_max_chars`, all of them within BATCH_TEXT_LIMITS times that.
 MAX_BATCH_ITEMS = 100
 BATCH_TEXT_LIMITS = 10
+# Text scoring work of at most this many characters is "short": a text alone joins the TextModel's shared batch
+# (@serve.batch) and short work runs on the model's short lane. Longer work (a 20,000-character text is about 250
+# windows, seconds of CPU) is a batch of windows already: it goes alone, on the long lane, so it never holds up the
+# short texts of other accounts batched or queued behind it.
+SHORT_TEXT_WORK_CHARS = 2_000
+
+
+def is_short_text_work(texts: Sequence[str]) -> bool:
+    return sum(len(text) for text in texts) <= SHORT_TEXT_WORK_CHARS
 
 
 def require_scope(plan: Plan, kind: ContentKind) -> None:

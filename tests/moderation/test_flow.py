@@ -18,6 +18,7 @@ from moderation import flow as flow_module
 from moderation.errors import ModelUnavailable, QuotaExceeded
 from moderation.flow import Caller, ModerationFlow
 from moderation.items import Item, image_item, text_item
+from moderation.limits import SHORT_TEXT_WORK_CHARS
 from policy.decisions import decide
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue
@@ -232,6 +233,13 @@ async def test_the_texts_of_a_request_go_to_the_model_in_one_call_and_the_policy
 async def test_a_requests_only_text_goes_alone_so_the_model_deployment_batches_it_with_others(flow, backends):
     await flow.moderate_many(caller(), [text("alone")])
     assert backends.calls == [("score_text", ["alone"])]
+
+
+async def test_a_long_text_goes_alone_outside_the_shared_batch_so_short_texts_never_wait_for_its_windows(flow, backends):
+    at_limit, over = "w" * SHORT_TEXT_WORK_CHARS, "w" * (SHORT_TEXT_WORK_CHARS + 1)
+    await flow.moderate_many(caller(), [text(at_limit)])
+    await flow.moderate_many(caller(), [text(over)])
+    assert backends.calls == [("score_text", [at_limit]), ("score_texts", [over])]
 
 
 async def test_spans_ride_the_texts_call_and_take_no_unit_and_no_decision(flow, backends):
