@@ -21,6 +21,7 @@ from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
 from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score
+from models.batch_isolation import raised_if_failed, scored_apart
 from models.model_set import ModelSet, wanted_entries
 from models.tasks import IMAGE_TASKS
 
@@ -47,21 +48,24 @@ class ImageModel:
         models = await self._models.swapped_to(wanted_entries(user_config, IMAGE_TASKS, self._registry))
         # One assignment: a batch in flight keeps the scorer it started with.
         self._models, self._scorer = models, models.image_scorer()
-        batching.apply_to(self.score)
+        batching.apply_to(self._score_batch)
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage | RefusedImage:
         """Decode (concurrently with other requests, bounded), then score in a batch with them."""
         try:
-            return await decode_and_score(upload, self._decoder, self.score)
+            return await decode_and_score(upload, self._decoder, self._score_one)
         except ImageRefused as refusal:
             return RefusedImage(refusal)
 
+    async def _score_one(self, request: ImageRequest) -> ImageScores:
+        return raised_if_failed(await self._score_batch(request))
+
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
-    async def score(self, requests: list[ImageRequest]) -> list[ImageScores]:
-        # A category the profile enables but this deployment does not serve fails the batch
-        # (a 503 to the client), never an answer that skips it.
+    async def _score_batch(self, requests: list[ImageRequest]) -> list[ImageScores | Exception]:
+        # A category the profile enables but this deployment does not serve fails that request (a 503 to its
+        # client), never an answer that skips it, and never the other requests of the batch (scored_apart).
         started = time.perf_counter()
-        scores = await asyncio.to_thread(self._scorer.score, requests)
+        scores = await asyncio.to_thread(scored_apart, self._scorer.score, requests)
         record_batch("image", len(requests), time.perf_counter() - started)
         return scores
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from ray import serve
@@ -21,6 +22,7 @@ from ray import serve
 from deployments.batching import BatchSettings, replica_max_ongoing_requests
 from deployments.metrics import record_batch
 from deployments.threads import limit_compute_threads
+from models.batch_isolation import raised_if_failed, scored_apart
 from models.model_set import ModelSet, wanted_entries
 from models.tasks import TEXT_TASKS
 from models.text_scoring import TextRequest, TextScorer, TextScores
@@ -50,20 +52,27 @@ class TextModel:
         models = await self._models.swapped_to(wanted_entries(user_config, TEXT_TASKS, self._registry))
         # One assignment: a batch in flight keeps the scorer it started with.
         self._models, self._scorer = models, models.text_scorer()
-        batching.apply_to(self.score)
+        batching.apply_to(self._score_batch)
+
+    async def score(self, request: TextRequest) -> TextScores:
+        """One short text, batched with other callers' short texts; a failure of its own is raised for it alone."""
+        return raised_if_failed(await self._score_batch(request))
 
     @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
-    async def score(self, requests: list[TextRequest]) -> list[TextScores]:
-        return await self._scored_on(self._short_lane, requests)
+    async def _score_batch(self, requests: list[TextRequest]) -> list[TextScores | Exception]:
+        return await self._scored_on(self._short_lane, requests, isolated=True)
 
     async def score_many(self, requests: list[TextRequest]) -> list[TextScores]:
         """The texts of one request together, outside @serve.batch: they are a batch already."""
         short = is_short_text_work([request.text for request in requests])
         return await self._scored_on(self._short_lane if short else self._long_lane, requests)
 
-    async def _scored_on(self, lane: ThreadPoolExecutor, requests: list[TextRequest]) -> list[TextScores]:
+    async def _scored_on(self, lane: ThreadPoolExecutor, requests: list[TextRequest], isolated: bool = False) -> list:
+        """Scores on `lane`. `isolated`: the requests are other callers' (a shared batch), so each gets its scores or
+        its own error (models/batch_isolation.py); else they are one caller's, and any error is the request's."""
         started, scorer = time.perf_counter(), self._scorer
-        scores = await asyncio.get_running_loop().run_in_executor(lane, scorer.score, requests)
+        work = partial(scored_apart, scorer.score, requests) if isolated else partial(scorer.score, requests)
+        scores = await asyncio.get_running_loop().run_in_executor(lane, work)
         record_batch("text", len(requests), time.perf_counter() - started)
         return scores
 

@@ -139,7 +139,8 @@ class ModerationFlow:
         except (ModerationError, ImageRefused):
             raise
         except Exception as exc:  # any failure of the model side is the same retryable error
-            log.warning("%s call failed: %r", what, exc)
+            # The type only: a model error's message may quote the content, which is never logged.
+            log.warning("%s call failed: %s", what, type(exc).__name__)
             raise ModelUnavailable(
                 "The policy service is unavailable; nothing was decided." if what == "policy" else None
             ) from exc

@@ -257,3 +257,13 @@ async def test_an_image_and_texts_are_scored_side_by_side_and_answered_in_reques
     assert sorted(backends.calls) == [("score_texts", ["a", "b"]), ("score_upload", ["upload"])]
     assert [type(o.scored).__name__ for o in outcomes] == ["TextScores", "ScoredImage", "TextScores"]
     assert outcomes[1].scored.width == 4 and await flow.limits.quota_used("acme") == 3
+
+
+async def test_a_failed_model_call_is_logged_by_its_errors_type_never_with_the_text_its_message_may_quote(
+    flow, backends, caplog
+):
+    secret = "zqxjv-the-users-own-words"
+    backends.failure = RuntimeError(f"could not tokenize {secret!r}")  # as a model library's error may read
+    with pytest.raises(ModelUnavailable):
+        await flow.moderate_many(caller(), [text(secret)])
+    assert "RuntimeError" in caplog.text and secret not in caplog.text

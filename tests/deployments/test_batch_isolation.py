@@ -1,0 +1,83 @@
+"""One item never fails the batch it shares: the TextModel and ImageModel replicas, run in process with a scorer
+that fails on one request, answer every other caller of the same @serve.batch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from ray.serve import batching
+
+from deployments import image_model, text_model
+from models.batch_isolation import raised_if_failed, scored_apart
+from models.image_scoring import ImageRequest, ImageScores
+from models.text_scoring import CategoryNotServed, TextRequest, TextScores
+
+
+class PoisonedScorer:
+    """Scores every request, but raises for the whole call when `poison` is among its requests."""
+
+    def __init__(self, poison, answer):
+        self.poison, self.answer, self.calls = poison, answer, []
+
+    def score(self, requests):
+        self.calls.append(len(requests))
+        if self.poison in requests:
+            raise CategoryNotServed("the served model does not score this")
+        return [self.answer(request) for request in requests]
+
+
+def test_a_batch_that_scores_is_one_call():
+    scorer = PoisonedScorer(poison="bad", answer=str.upper)
+    assert scored_apart(scorer.score, ["a", "b"]) == ["A", "B"] and scorer.calls == [2]
+
+
+def test_a_failing_batch_is_scored_apart_and_only_the_culprit_fails():
+    scorer = PoisonedScorer(poison="bad", answer=str.upper)
+    results = scored_apart(scorer.score, ["a", "bad", "c"])
+    assert results[0] == "A" and results[2] == "C" and isinstance(results[1], CategoryNotServed)
+    assert scorer.calls == [3, 1, 1, 1]
+    with pytest.raises(CategoryNotServed):
+        raised_if_failed(results[1])
+    assert raised_if_failed(results[0]) == "A"
+
+
+@pytest.fixture(autouse=True)
+def outside_a_replica(monkeypatch):
+    # Serve's check against the replica's max_ongoing_requests has nothing to read here.
+    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
+
+
+def _replica(cls, scorer):
+    replica = cls.func_or_class.__new__(cls.func_or_class)
+    replica.__init__("unused-registry")
+    replica._scorer = scorer
+    return replica
+
+
+async def _answers(calls):
+    return await asyncio.gather(*calls, return_exceptions=True)
+
+
+@pytest.mark.anyio
+async def test_text_model_one_callers_failure_leaves_the_other_callers_of_its_batch_answered():
+    poison = TextRequest(text="odd", categories=("toxic", "self_harm"))
+    scorer = PoisonedScorer(poison, lambda request: TextScores({"toxic": 0.1}, "v1"))
+    replica = _replica(text_model.TextModel, scorer)
+    requests = [TextRequest(text=f"text {n}", categories=("toxic",)) for n in range(3)]
+    answers = await _answers([replica.score(requests[0]), replica.score(poison), *map(replica.score, requests[1:])])
+    assert isinstance(answers[1], CategoryNotServed)
+    assert [answers[0], *answers[2:]] == [TextScores({"toxic": 0.1}, "v1")] * 3
+    assert scorer.calls[0] == 4  # they did share one batch
+
+
+@pytest.mark.anyio
+async def test_image_model_one_callers_failure_leaves_the_other_callers_of_its_batch_answered():
+    poison = ImageRequest(frames=["odd frame"], categories=("nsfw", "weapon"))
+    scores = ImageScores(categories={"nsfw": 0.1}, safe=0.9, model_version="v1")
+    scorer = PoisonedScorer(poison, lambda request: scores)
+    replica = _replica(image_model.ImageModel, scorer)
+    requests = [ImageRequest(frames=[f"frame {n}"], categories=("nsfw",)) for n in range(3)]
+    answers = await _answers([replica._score_one(poison), *map(replica._score_one, requests)])
+    assert isinstance(answers[0], CategoryNotServed) and answers[1:] == [scores] * 3
+    assert scorer.calls[0] == 4
