@@ -46,6 +46,11 @@ def test_a_failing_batch_is_scored_apart_and_only_the_culprit_fails():
 def outside_a_replica(monkeypatch):
     # Serve's check against the replica's max_ongoing_requests has nothing to read here.
     monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
+    yield
+    # A @serve.batch method keeps its queue, made on first use, in the class's function: drop it, or the deployment
+    # class could no longer be pickled by the tests that deploy it.
+    for deployment in (text_model.TextModel, image_model.ImageModel):
+        deployment.func_or_class._score_batch.set_max_batch_size.__self__._queue = None
 
 
 def _replica(cls, scorer):
