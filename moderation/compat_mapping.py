@@ -105,10 +105,11 @@ def unsupported_attribute(attribute: str, languages: list[str]) -> str | None:
 _SENTENCE = re.compile(r"[^.!?…。！？\n]*(?:[.!?…。！？]+|\n|$)")
 
 
-def sentence_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+def sentence_spans(text: str, max_chars: int, max_spans: int) -> list[tuple[int, int]]:
     """(begin, end) character offsets of the sentences of `text`, blanks left out; a sentence longer than
-    `max_chars` is cut into pieces of at most that."""
-    spans = []
+    `max_chars` is cut into pieces of at most that. Past `max_spans` pieces, consecutive ones are grouped into at
+    most `max_spans` spans of whole pieces: 10,000 one-word sentences must not become 10,000 model inputs."""
+    pieces = []
     for match in _SENTENCE.finditer(text):
         begin, end = match.span()
         while begin < end and text[begin].isspace():
@@ -116,5 +117,9 @@ def sentence_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
         while end > begin and text[end - 1].isspace():
             end -= 1
         for start in range(begin, end, max_chars):
-            spans.append((start, min(start + max_chars, end)))
-    return spans
+            pieces.append((start, min(start + max_chars, end)))
+    if len(pieces) <= max_spans:
+        return pieces
+    per_span = -(-len(pieces) // max_spans)
+    return [(pieces[first][0], pieces[min(first + per_span, len(pieces)) - 1][1])
+            for first in range(0, len(pieces), per_span)]  # fmt: skip

@@ -20,8 +20,14 @@ class Item:
     reference: str | None = None
     image_url: str | None = None
     # Text only: (begin, end) parts of the text scored as well (Perspective's span annotations), in the same model
-    # call as the whole; they take no quota unit and get no decision.
+    # call as the whole; they get no decision. Together they are the text again, so they cost one unit more.
     spans: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def units(self) -> int:
+        """The quota units the item costs: one, and one more for its spans (at most MAX_SPANS_PER_COMMENT of them,
+        covering the text once: about the work of the text itself)."""
+        return 2 if self.spans else 1
 
     def span_requests(self) -> list[TextRequest]:
         whole = self.content

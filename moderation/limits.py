@@ -13,6 +13,9 @@ from policy.types import ContentKind, Plan
 # each text within the plan's `text_max_chars`, all of them within BATCH_TEXT_LIMITS times that.
 MAX_BATCH_ITEMS = 100
 BATCH_TEXT_LIMITS = 10
+# Perspective's span annotations: at most this many spans per comment (consecutive sentences are grouped when a
+# comment has more), so their scoring costs about the comment's own again, and they are charged as one more item.
+MAX_SPANS_PER_COMMENT = 100
 # Text scoring work of at most this many characters is "short": a text alone joins the TextModel's shared batch
 # (@serve.batch) and short work runs on the model's short lane. Longer work (a 20,000-character text is about 250
 # windows, seconds of CPU) is a batch of windows already: it goes alone, on the long lane, so it never holds up the

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from moderation.compat_mapping import PERSPECTIVE_ATTRIBUTES, language_code, sentence_spans, unsupported_attribute
 from moderation.flow import Caller, Moderated
 from moderation.items import text_item
-from moderation.limits import check_texts
+from moderation.limits import MAX_SPANS_PER_COMMENT, check_texts
 from policy.feedback import suggestion
 from serve_app.auth import key_param_caller, services
 from serve_app.bodies import json_bytes_for, read_json
@@ -73,7 +73,7 @@ class SuggestCommentScoreResponse(BaseModel):
 )
 async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) -> AnalyzeCommentResponse:
     # The comment is scored for the requested attributes, and its sentences too with `spanAnnotations`, in one model
-    # call; one unit, decided and queued by the profile. (No docstring: it would become the operation's description.)
+    # call; one unit, and one more for the spans (moderation/items.py: Item.units), decided and queued by the profile. (No docstring: it would become the operation's description.)
     raw = await read_json(request, caller, "text", json_bytes_for(caller.plan.text_max_chars), '{"comment": ...}')
     text = _comment_text(raw)
     check_texts([text], caller.plan)
@@ -83,7 +83,7 @@ async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) 
         raise AttributeNotSupported("None of the requested attributes is served for the request languages.")
     request.state.log_fields.update(text_chars=len(text), attributes=sorted(wanted))
 
-    spans = sentence_spans(text, SPAN_CHARS) if raw.get("spanAnnotations") is True else []
+    spans = sentence_spans(text, SPAN_CHARS, MAX_SPANS_PER_COMMENT) if raw.get("spanAnnotations") is True else []
     item = text_item(caller.profile, text, requested=[PERSPECTIVE_ATTRIBUTES[name] for name in wanted], spans=spans)
     [outcome] = await services(request).flow.moderate_many(caller, [item])
     request.state.log_fields.update(scores=outcome.scored.categories, decision=outcome.decision.decision)

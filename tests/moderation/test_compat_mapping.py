@@ -68,7 +68,17 @@ def test_perspective_attributes_map_to_text_categories_with_languages():
 
 def test_sentence_spans_cover_sentences_and_cut_long_ones():
     text = "Hello there.  You are awful! " + "x" * 25
-    spans = sentence_spans(text, 10)
+    spans = sentence_spans(text, 10, max_spans=100)
     assert [text[b:e] for b, e in spans[:2]] == ["Hello there."[:10], "Hello there."[10:]]
     assert all(e - b <= 10 and text[b:e].strip() == text[b:e] for b, e in spans)
-    assert sentence_spans("   ", 10) == []
+    assert sentence_spans("   ", 10, max_spans=100) == []
+
+
+def test_past_the_cap_consecutive_sentences_are_grouped_into_at_most_that_many_spans():
+    text = " ".join(f"Word{n}." for n in range(6_000))  # the span amplification attack: a sentence per word
+    spans = sentence_spans(text, 160, max_spans=100)
+    assert len(spans) == 100
+    assert text[spans[0][0]:spans[0][1]] == " ".join(f"Word{n}." for n in range(60))  # whole sentences, in order
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(end <= next_begin for (_, end), (next_begin, _) in zip(spans, spans[1:]))
+    assert sentence_spans("One. Two. Three.", 160, max_spans=3) == [(0, 4), (5, 9), (10, 16)]  # at the cap: as is

@@ -242,14 +242,23 @@ async def test_a_long_text_goes_alone_outside_the_shared_batch_so_short_texts_ne
     assert backends.calls == [("score_text", [at_limit]), ("score_texts", [over])]
 
 
-async def test_spans_ride_the_texts_call_and_take_no_unit_and_no_decision(flow, backends):
+async def test_spans_ride_the_texts_call_and_cost_one_more_unit_and_no_decision(flow, backends):
     backends.toxic.update({"Fine. Awful!": 0.6, "Fine.": 0.1, "Awful!": 0.95})
     item = text_item(PROFILE, "Fine. Awful!", spans=[(0, 5), (6, 12)])
     [outcome] = await flow.moderate_many(caller(), [item])
     assert backends.calls == [("score_texts", ["Fine. Awful!", "Fine.", "Awful!"])]
     assert outcome.scored.categories == {"toxic": 0.6} and outcome.decision.decision == "review"
     assert outcome.span_scores == ({"toxic": 0.1}, {"toxic": 0.95})
-    assert await flow.limits.quota_used("acme") == 1 and backends.decide_calls == 1
+    assert await flow.limits.quota_used("acme") == 2 and backends.decide_calls == 1  # the text, and its spans
+
+
+async def test_a_text_with_spans_costs_two_units_and_without_quota_for_both_is_refused_before_any_model_call(
+    flow, backends
+):
+    item = text_item(PROFILE, "Fine. Awful!", spans=[(0, 5), (6, 12)])
+    with pytest.raises(QuotaExceeded):
+        await flow.moderate_many(caller(quota=1), [item])
+    assert backends.calls == [] and await flow.limits.quota_used("acme") == 0
 
 
 async def test_an_image_and_texts_are_scored_side_by_side_and_answered_in_request_order(flow, backends):

@@ -6,7 +6,7 @@ from ray import cloudpickle  # what Serve pickles a call's arguments with
 
 from models.text_scoring import TextRequest
 from moderation.compat_mapping import sentence_spans
-from moderation.limits import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS
+from moderation.limits import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS, MAX_SPANS_PER_COMMENT
 from moderation.model_messages import largest_text_message_bytes
 from policy.types import MAX_TEXT_CHARS, TEXT_CATEGORIES
 
@@ -34,14 +34,14 @@ def test_a_comment_with_a_span_per_sentence_pickles_within_the_count():
     text_max_chars = 2_000
     for sentence in ("a.", chr(0x1F600) + "."):
         text = (sentence * text_max_chars)[:text_max_chars]
-        parts = [(0, len(text)), *sentence_spans(text, max_chars=160)]  # the comment, then its sentences
+        parts = [(0, len(text)), *sentence_spans(text, 160, MAX_SPANS_PER_COMMENT)]  # the comment, then its sentences
         requests = [TextRequest(text=text[begin:end], categories=TEXT_CATEGORIES) for begin, end in parts]
         assert len(cloudpickle.dumps(requests)) <= largest_text_message_bytes(text_max_chars)
 
 
 def test_a_comment_split_into_the_most_spans_still_fits_the_count():
-    # Perspective's spanAnnotations send the comment and each sentence in the same call; one-character sentences
-    # at the largest plan limit are the most requests one message can hold (50,000).
+    # Perspective's spanAnnotations send the comment and its spans in the same call; one-character sentences at the
+    # largest plan limit are grouped into MAX_SPANS_PER_COMMENT spans.
     import yaml
 
     from moderation.compat_mapping import sentence_spans
@@ -51,7 +51,7 @@ def test_a_comment_split_into_the_most_spans_still_fits_the_count():
 
     profile = Profile(name="default", **yaml.safe_load((PROJECT_ROOT / "config" / "profiles.yaml").read_text())["default"])
     text = "\U0001F600." * (MAX_TEXT_CHARS // 2)
-    item = text_item(profile, text, spans=sentence_spans(text, 160))
+    item = text_item(profile, text, spans=sentence_spans(text, 160, MAX_SPANS_PER_COMMENT))
     requests = [item.content, *item.span_requests()]
-    assert len(requests) == MAX_TEXT_CHARS // 2 + 1
+    assert len(requests) == MAX_SPANS_PER_COMMENT + 1
     assert len(cloudpickle.dumps(requests)) <= largest_text_message_bytes(MAX_TEXT_CHARS)

@@ -84,7 +84,7 @@ def test_span_annotations_score_each_sentence(api, key, backends):
     spans = body["attributeScores"]["TOXICITY"]["spanScores"]
     assert [(s["begin"], s["end"]) for s in spans] == [(0, 12), (13, 27)]
     assert all(s["score"]["type"] == "PROBABILITY" for s in spans)
-    assert backends.text_calls == [text, "Hello there.", "You are awful!"] and usage(api) == 1
+    assert backends.text_calls == [text, "Hello there.", "You are awful!"] and usage(api) == 2  # the spans: one more
     assert backends.text_batches == [3]  # the comment and its sentences in one model call
 
 
