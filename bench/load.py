@@ -1,8 +1,8 @@
 """The load generator: N concurrent HTTP clients on loopback, each request's latency, percentiles.
 
 One point = one concurrency on one workload, bounded by a request count and a time limit (whichever comes first).
-Clients spread over several API keys (accounts), as real traffic does: the ingress admits at most 16 requests in
-flight per account (`max_in_flight_per_account`), and the benchmark measures throughput, not that guard.
+Clients spread over several API keys (accounts), as real traffic does: an account may have at most its plan's
+`max_in_flight` (32) requests being scored at once, and the benchmark measures throughput, not that guard.
 """
 
 from __future__ import annotations

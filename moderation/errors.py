@@ -48,6 +48,14 @@ class QuotaExceeded(ModerationError):
     default_message = "The plan's monthly quota is exhausted; it resets on the 1st (UTC)."
 
 
+class TooManyInFlight(ModerationError):
+    """The account already has its plan's `max_in_flight` requests in progress (or bodies being received): nothing
+    was taken; a retry once some finish succeeds."""
+
+    default_message = "Too many requests of this account are in progress; retry after the seconds in Retry-After."
+    retry_after_s = 1
+
+
 class ModelUnavailable(ModerationError):
     """A model or the policy failed or timed out: nothing was decided, the client may retry."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -19,11 +20,11 @@ from typing import Protocol, TypeVar
 from models.image_decoding import ImageRefused
 from models.text_scoring import TextRequest, TextScores
 from moderation.backends import ModelBackends
-from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded
+from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
 from moderation.items import Item
 from moderation.limits import is_short_text_work
 from policy.decisions import Decision
-from policy.limits import Limits
+from policy.limits import Limits, Taken, WorkSlot
 from policy.review_queue import ReviewQueue
 from policy.types import ApiKey, Plan, Profile
 
@@ -159,9 +160,10 @@ async def _all_or_none(calls: list[Awaitable[T]]) -> list[T]:
 
 
 class _Charged:
-    """Takes the request's quota units on entry (all or none); gives them back when the request fails.
+    """Takes the request's quota units and its slot of the account's work in progress on entry (all or none); gives
+    the slot back when the request ends, and the units when it fails.
 
-    Any exception gives them back: invalid content (4xx) takes no unit and our failures
+    Any exception gives the units back: invalid content (4xx) takes no unit and our failures
     (5xx) cost the client nothing. A cancelled request (the client hung up) keeps them:
     cancellation is not an Exception, and the work was spent. The units go back to the
     month they were taken from, even when the request straddled a month's end.
@@ -170,16 +172,22 @@ class _Charged:
     def __init__(self, limits: Limits, caller: Caller, units: int = 1):
         self.limits, self.caller, self.units = limits, caller, units
         self.charged_at = time.time()
+        self.slot = WorkSlot(slot_id=secrets.token_hex(8), max_in_flight=caller.plan.max_in_flight)
 
     async def __aenter__(self) -> _Charged:
         plan = self.caller.plan
-        if not await self.limits.take_quota(self.caller.account, plan.monthly_quota, self.charged_at, self.units):
+        taken = await self.limits.take(self.caller.account, plan.monthly_quota, self.charged_at, self.units, self.slot)
+        if taken is Taken.NO_QUOTA:
             raise QuotaExceeded()
+        if taken is Taken.TOO_MANY_IN_FLIGHT:
+            raise TooManyInFlight()
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
-        if isinstance(exc, Exception):
-            try:
-                await self.limits.give_back_quota(self.caller.account, self.charged_at, self.units)
-            except Exception:  # the store is down too: nothing more to do
-                log.warning("could not give back a quota unit of %s", self.caller.account)
+        account = self.caller.account
+        try:
+            if isinstance(exc, Exception):
+                await self.limits.give_back_quota(account, self.charged_at, self.units)
+            await self.limits.give_back_slot(account, self.slot)
+        except Exception:  # the store is down too: the slot's lease frees it
+            log.warning("could not give back the units or slot of %s", account)

@@ -78,7 +78,19 @@ return {'ok', key_json, plan_json, profile_json, string.format('%.17g', wait)}
 # the last unit and the account would be served past its quota.
 # KEYS[1] month counter; ARGV[1] quota, ARGV[2] unix time at which the counter expires, ARGV[3] units
 # (default 1; a batch takes all its units or none). Returns 1 when they were taken, 0 when they do not fit.
+# With KEYS[2], the account's set of work in progress, the same step also takes a slot in it: ARGV[4] the
+# plan's max_in_flight, ARGV[5] the slot's id, ARGV[6] its lease in seconds. A slot is a member scored by the time
+# its lease ends (Redis TIME, one clock for every replica), so the slot of a replica that died mid-request frees
+# itself. Returns -1, taking nothing, when the account already holds max_in_flight live slots.
 TAKE_QUOTA = """
+if KEYS[2] then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+    return -1
+  end
+end
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local units = tonumber(ARGV[3] or '1')
 if used + units > tonumber(ARGV[1]) then
@@ -86,6 +98,12 @@ if used + units > tonumber(ARGV[1]) then
 end
 redis.call('INCRBY', KEYS[1], units)
 redis.call('EXPIREAT', KEYS[1], ARGV[2])
+if KEYS[2] then
+  local t = redis.call('TIME')
+  local lease = tonumber(ARGV[6])
+  redis.call('ZADD', KEYS[2], tonumber(t[1]) + lease, ARGV[5])
+  redis.call('EXPIRE', KEYS[2], math.ceil(lease) + 1)
+end
 return 1
 """
 

@@ -92,6 +92,11 @@ def quota(account: str, month: str) -> str:
     return f"{PREFIX}quota:{month}:{account}"
 
 
+def work_in_progress(account: str) -> str:
+    """The account's slots of moderation work in progress (a sorted set: slot id -> end of its lease)."""
+    return f"{PREFIX}inflight:{account}"
+
+
 def review_next_id() -> str:
     return f"{PREFIX}review:next-id"
 

@@ -40,7 +40,7 @@ class _Strict(BaseModel):
 
 
 class Plan(_Strict):
-    """What a key may do: content scope, monthly quota, rate limit and input limits."""
+    """What a key may do: content scope, monthly quota, rate limit, input limits and work in progress."""
 
     name: str = ""
     scope: Scope
@@ -50,6 +50,9 @@ class Plan(_Strict):
     image_max_bytes: int = Field(default=10 * MIB, ge=1, le=MAX_IMAGE_BYTES)
     image_max_pixels: int = Field(default=40_000_000, ge=1)
     text_max_chars: int = Field(default=20_000, ge=1, le=MAX_TEXT_CHARS)
+    # Moderation requests of one account in progress at once, across every ingress replica (429 past it). Sized so
+    # that ordinary traffic never meets it, and one account alone fills at most half of a model replica's queue.
+    max_in_flight: int = Field(default=32, ge=1, le=1_000)
 
     def covers(self, kind: ContentKind) -> bool:
         return self.scope == "both" or self.scope == {"image": "images", "text": "text"}[kind]

@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # serve_config.yaml's http_options.request_timeout_s so that the answer is ours.
     request_timeout_s: float = TimeLimits.request_timeout_s
     # Requests of one account that read a body, in progress at once per ingress replica; over it a 429.
-    max_in_flight_per_account: int = TimeLimits.max_in_flight_per_account
+    max_bodies_in_progress_per_account: int = TimeLimits.max_bodies_in_progress_per_account
 
     # The store (policy/review_queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
@@ -75,7 +75,7 @@ class Settings(BaseSettings):
             body_idle_timeout_s=self.body_idle_timeout_s,
             body_timeout_s=self.body_timeout_s,
             request_timeout_s=self.request_timeout_s,
-            max_in_flight_per_account=self.max_in_flight_per_account,
+            max_bodies_in_progress_per_account=self.max_bodies_in_progress_per_account,
         )
 
     def review_rules(self) -> ReviewRules:

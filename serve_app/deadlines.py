@@ -11,11 +11,15 @@ A pure ASGI middleware, installed by `create_app` inside the access log:
   handler's read raises `RequestTimeout`, a 408 `request_timeout`.
 - The whole request has `request_timeout_s`; past it, a request that has not answered yet is
   cancelled and answered 503 `overloaded` with Retry-After.
-- One account holds at most `max_in_flight_per_account` requests of this replica that read a
-  body (the moderation and report endpoints). The slot is taken on the handler's first read of
-  the body, which comes after the key was checked (`request.state.account`), and held until the
-  request ends; over the cap the read raises `TooManyInFlight`, a 429 with Retry-After. The
-  counter lives in this process: the cap is per ingress replica.
+- One account receives at most `max_bodies_in_progress_per_account` request bodies at once on this
+  replica: a body trickled a byte a second holds its request for up to `body_timeout_s`, and
+  without a cap one account's slow uploads could take every place of the ingress. The slot is
+  taken on the handler's first read of the body, which comes after the key was checked
+  (`request.state.account`), and given back as soon as the body is in (or the request ends), so
+  quick bodies never meet the cap; over it the read raises `TooManyInFlight`, a 429 with
+  Retry-After. The counter lives in this process: the cap is per ingress replica. (The work that
+  follows, scoring, is capped per account across replicas by the plan's `max_in_flight`:
+  moderation/flow.py.)
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serve_app.errors import Overloaded, RequestTimeout, TooManyInFlight, error_response
+from moderation.errors import TooManyInFlight
+from serve_app.errors import Overloaded, RequestTimeout, error_response
 
 # Headers Ray's proxy obeys to lift its own request timeout and disconnect check.
 IGNORED_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-disconnect-disabled"})
@@ -40,13 +45,13 @@ class TimeLimits:
     body_idle_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     request_timeout_s: float = 60.0
-    max_in_flight_per_account: int = 16
+    max_bodies_in_progress_per_account: int = 16
     # How long the flow waits for a model or the Policy before a 503 (moderation/flow.py).
     inference_timeout_s: float = 30.0
 
 
 class InFlight:
-    """Requests in progress per account, in this process."""
+    """Bodies being received per account, in this process."""
 
     def __init__(self, cap: int):
         self.cap = cap
@@ -71,7 +76,7 @@ class DeadlineMiddleware:
     def __init__(self, app: ASGIApp, limits: TimeLimits = TimeLimits()):
         self.app = app
         self.limits = limits
-        self.in_flight = InFlight(limits.max_in_flight_per_account)
+        self.receiving = InFlight(limits.max_bodies_in_progress_per_account)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -91,9 +96,9 @@ class DeadlineMiddleware:
             if holder is None:
                 account = scope.get("state", {}).get("account")
                 if account:
-                    if not self.in_flight.try_take(account):
+                    if not self.receiving.try_take(account):
                         body_done = True
-                        raise TooManyInFlight(retry_after_s=1)
+                        raise TooManyInFlight()
                     holder = account
             wait_s = min(limits.body_idle_timeout_s, body_deadline - time.monotonic())
             try:
@@ -105,7 +110,14 @@ class DeadlineMiddleware:
                 raise RequestTimeout() from None
             if message["type"] != "http.request" or not message.get("more_body", False):
                 body_done = True
+                give_back_body_slot()
             return message
+
+        def give_back_body_slot() -> None:
+            nonlocal holder
+            if holder:
+                self.receiving.give_back(holder)
+                holder = ""  # given back; never taken again for this request
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
@@ -126,5 +138,4 @@ class DeadlineMiddleware:
             )
             await response(scope, receive, tracking_send)
         finally:
-            if holder is not None:
-                self.in_flight.give_back(holder)
+            give_back_body_slot()

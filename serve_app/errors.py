@@ -77,10 +77,6 @@ NotFound = ErrorKind(404, "not_found", "Not found.")
 NoSuchReviewItem = ErrorKind(404, "not_found", "No such review item.")
 MethodNotAllowed = ErrorKind(405, "method_not_allowed", "Method not allowed.")
 RequestTimeout = ErrorKind(408, "request_timeout", "The request body did not arrive in time.")
-TooManyInFlight = ErrorKind(
-    429, "too_many_requests_in_flight",
-    "Too many requests of this account are in progress; retry after the seconds in Retry-After.", retry_after_s=1,
-)  # fmt: skip
 RateLimited = ErrorKind(429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After.")
 InternalError = ErrorKind(500, "internal_error", "Internal error.")
 Overloaded = ErrorKind(
@@ -106,6 +102,7 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     flow.UploadTooLarge: _IMAGE_TOO_LARGE,
     ImageTooLarge: _IMAGE_TOO_LARGE,
     flow.TextTooLong: ErrorKind(413, "text_too_long"),
+    flow.TooManyInFlight: ErrorKind(429, "too_many_requests_in_flight", retry_after_s=1),
     ReportLimitExceeded: ErrorKind(429, "report_limit_exceeded"),  # Retry-After: the time until the next UTC day
     flow.Overloaded: Overloaded,
     flow.ModelUnavailable: ErrorKind(503, "inference_unavailable", retry_after_s=5),

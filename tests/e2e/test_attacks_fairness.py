@@ -58,3 +58,32 @@ def test_span_annotations_on_thousands_of_sentences_cost_bounded_work_and_starve
         spans = answer["attributeScores"]["TOXICITY"]["spanScores"]
         assert len(spans) == 100 and spans[0]["begin"] == 0 and spans[-1]["end"] == len(comment)
     _healthy_again(client, other)
+
+
+def test_twenty_concurrent_reports_of_one_account_are_all_served(client, new_key):
+    # Ordinary concurrency: reports call no model, and their bodies are in at once; no cap is met.
+    reporter = new_key(account="busy-site")
+    with ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda n: client.post("/v1/report", headers=reporter,
+                                                      files={"reference": (None, f"post-{n}")}), range(20)))  # fmt: skip
+    assert [answer.status_code for answer in answers] == [200] * 20, [a.text[:200] for a in answers]
+
+
+def test_one_account_past_its_plans_max_in_flight_gets_429_while_another_is_served(client, new_key):
+    # 40 long texts at once (the plan's burst): at most max_in_flight (32) are scored at once, the rest get 429.
+    from bench.inputs import long_text
+
+    flooder, other = new_key(account="flooder"), new_key(account="flood-bystander")
+    text = long_text()[:10_000]
+    with ThreadPoolExecutor(40) as pool:
+        answers = [pool.submit(client.post, "/v1/moderate-text", headers=flooder, json={"text": text})
+                   for _ in range(40)]  # fmt: skip
+        time.sleep(0.5)
+        _answered_within(client, other, SERVED_WITHIN_S)
+        responses = [future.result() for future in answers]
+    refused = [r for r in responses if r.status_code != 200]
+    assert 1 <= len(refused) <= 40 - 32 and len(responses) - len(refused) >= 32, [r.status_code for r in responses]
+    for response in refused:
+        assert response.status_code == 429 and response.headers["Retry-After"] == "1", response.text
+        assert response.json()["error"]["code"] == "too_many_requests_in_flight"
+    _healthy_again(client, other)

@@ -16,7 +16,7 @@ from support.raw_http import RawRequest
 
 RAY_HEADERS = {"x-request-timeout-seconds": "0", "x-request-disconnect-disabled": "?1"}
 BOUNDARY = "hostile"
-CAP = 16  # MODERATION_MAX_IN_FLIGHT_PER_ACCOUNT's default
+CAP = 16  # MODERATION_MAX_BODIES_IN_PROGRESS_PER_ACCOUNT's default
 IDLE_S = 10  # MODERATION_BODY_IDLE_TIMEOUT_S's default
 
 

@@ -15,7 +15,7 @@ from models.image_scoring import ImageScores
 from models.image_upload import ScoredImage
 from models.text_scoring import TextScores
 from moderation import flow as flow_module
-from moderation.errors import ModelUnavailable, QuotaExceeded
+from moderation.errors import ModelUnavailable, QuotaExceeded, TooManyInFlight
 from moderation.flow import Caller, ModerationFlow
 from moderation.items import Item, image_item, text_item
 from moderation.limits import SHORT_TEXT_WORK_CHARS
@@ -31,8 +31,9 @@ PROFILE = Profile(
 )
 
 
-def caller(quota: int = 10) -> Caller:
-    plan = Plan(name="plan", scope="both", monthly_quota=quota, rate_per_second=10, burst=10)
+def caller(quota: int = 10, max_in_flight: int = 32) -> Caller:
+    plan = Plan(name="plan", scope="both", monthly_quota=quota, rate_per_second=10, burst=10,
+                max_in_flight=max_in_flight)  # fmt: skip
     key = ApiKey(id="key_1", account="acme", profile="p", plan="plan", created_at=0)
     return Caller(key=key, plan=plan, profile=PROFILE)
 
@@ -276,3 +277,23 @@ async def test_a_failed_model_call_is_logged_by_its_errors_type_never_with_the_t
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(), [text(secret)])
     assert "RuntimeError" in caplog.text and secret not in caplog.text
+
+
+async def test_past_the_plans_max_in_flight_a_request_is_refused_before_any_unit_or_model_call(flow, backends):
+    backends.delay_s = 0.3
+    first = asyncio.ensure_future(flow.moderate_many(caller(max_in_flight=1), [text("first")]))
+    await asyncio.sleep(0.1)  # the first holds the account's only slot, scoring
+    with pytest.raises(TooManyInFlight):
+        await flow.moderate_many(caller(max_in_flight=1), [text("second")])
+    await first
+    assert backends.calls == [("score_text", ["first"])] and await flow.limits.quota_used("acme") == 1
+    assert await flow.limits.in_flight("acme") == 0  # given back when the first ended
+
+
+async def test_a_failed_request_gives_its_slot_back_too(flow, backends):
+    backends.failure = RuntimeError("model down")
+    with pytest.raises(ModelUnavailable):
+        await flow.moderate_many(caller(max_in_flight=1), [text()])
+    assert await flow.limits.in_flight("acme") == 0
+    backends.failure = None
+    await flow.moderate_many(caller(max_in_flight=1), [text()])

@@ -1,7 +1,7 @@
 """Time bounds (serve_app/deadlines.py) through a real uvicorn server: TestClient cannot trickle bytes.
 
 Each test asserts the status, a time bound, and that another account is served meanwhile.
-The limits are scaled down here (1 s idle, 2.5 s body, 4 s request, 2 in flight) to keep the tests fast;
+The limits are scaled down here (1 s idle, 2.5 s body, 4 s request, 2 bodies at once) to keep the tests fast;
 the defaults are 10 s, 30 s, 60 s and 16.
 """
 
@@ -11,6 +11,7 @@ import asyncio
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -51,7 +52,8 @@ def free_port() -> int:
 def server(redis_url: str):
     backends = SlowBackends()
     limits = TimeLimits(
-        body_idle_timeout_s=IDLE_S, body_timeout_s=BODY_S, request_timeout_s=REQUEST_S, max_in_flight_per_account=CAP
+        body_idle_timeout_s=IDLE_S, body_timeout_s=BODY_S, request_timeout_s=REQUEST_S,
+        max_bodies_in_progress_per_account=CAP,
     )
     services = Services.connect(redis_url, backends, inference_timeout_s=30, time_limits=limits)
     port = free_port()
@@ -130,7 +132,17 @@ def test_a_trickled_body_is_cut_at_the_body_deadline(server, extra):
     assert BODY_S - 0.1 <= elapsed < BODY_S + SLACK_S
 
 
-def test_one_account_holds_at_most_its_cap_of_requests_in_flight(server):
+def test_the_body_slot_is_given_back_once_the_body_is_in_so_quick_requests_never_meet_the_cap(server):
+    # Twice the cap of one account's requests, each with its body in and its scoring slow: none is refused.
+    api, _ = server
+    api.backends.delay_s = 1.0
+    attacker = api.keys["attacker"]
+    with ThreadPoolExecutor(2 * CAP) as pool:
+        answers = list(pool.map(lambda _: api.moderate_text(attacker, "slow"), range(2 * CAP)))
+    assert [answer.status_code for answer in answers] == [200] * (2 * CAP), [a.text for a in answers]
+
+
+def test_one_account_receives_at_most_its_cap_of_bodies_at_once(server):
     api, port = server
     attacker, other = api.keys["attacker"], api.keys["other"]
     holding = [RawRequest(port, attacker, b'{"text": "hello"}') for _ in range(CAP)]

@@ -36,6 +36,7 @@ CASES = [
     (ImageTooLarge(50_000_000, 40_000_000), 413, "image_too_large"),
     (flow.TextTooLong(), 413, "text_too_long"),
     (ReportLimitExceeded("reports", 10_000, 3600), 429, "report_limit_exceeded"),
+    (flow.TooManyInFlight(), 429, "too_many_requests_in_flight"),
     (flow.ModelUnavailable(), 503, "inference_unavailable"),
     (flow.Overloaded(), 503, "overloaded"),
     (DecodeBusy("all decode workers busy"), 503, "overloaded"),
@@ -47,6 +48,10 @@ CASES = [
 def test_each_domain_error_answers_its_status_and_code(exc, status, code):
     error = api_error_of(exc)
     assert (error.status, error.code) == (status, code)
+
+
+def test_too_many_in_flight_says_when_to_retry():
+    assert api_error_of(flow.TooManyInFlight()).headers() == {"Retry-After": "1"}
 
 
 def test_every_mapped_domain_error_is_covered_above():
