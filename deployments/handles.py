@@ -56,7 +56,8 @@ class ServeBackends:
 
 
 async def _unless_full(response, target: str):
-    """A deployment whose queue is full (max_queued_requests) is a 503 `overloaded`, not a model failure.
+    """A deployment whose queue is full (max_queued_requests) is a 503 `overloaded`, not a model failure; a call
+    given up on is cancelled on the replica too.
 
     Each call's latency, as the ingress sees it (queue and hop included), goes to the metrics by outcome.
     """
@@ -69,7 +70,12 @@ async def _unless_full(response, target: str):
         outcome = "overloaded"
         raise Overloaded() from exc
     except asyncio.CancelledError:
+        # The request timed out (the flow's inference deadline) or its client hung up: tell the replica, which drops
+        # the call if it still waits in a queue or a batch, rather than spend a model's time on an answer no one reads.
         outcome = "cancelled"
+        cancel = getattr(response, "cancel", None)
+        if cancel is not None:
+            cancel()
         raise
     finally:
         record_call(target, outcome, time.perf_counter() - started)

@@ -1,6 +1,9 @@
-"""A model deployment whose queue is full answers 503 `overloaded`, not `inference_unavailable`."""
+"""A model deployment whose queue is full answers 503 `overloaded`, not `inference_unavailable`; a call the ingress
+gives up on is cancelled on the replica."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from ray.serve.exceptions import BackPressureError
@@ -21,3 +24,24 @@ async def test_back_pressure_is_overloaded_with_retry_after():
     error = api_error_of(caught.value)
     assert (error.status, error.code) == (503, "overloaded")
     assert error.headers() == {"Retry-After": "1"}
+
+
+class PendingResponse:
+    """A DeploymentResponse that never answers, and records being cancelled."""
+
+    def __init__(self):
+        self.cancelled = False
+
+    def __await__(self):
+        return asyncio.get_running_loop().create_future().__await__()
+
+    def cancel(self):
+        self.cancelled = True
+
+
+@pytest.mark.anyio
+async def test_a_call_past_the_deadline_is_cancelled_on_the_replica():
+    response = PendingResponse()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(_unless_full(response, "text"), timeout=0.05)
+    assert response.cancelled
