@@ -316,7 +316,7 @@ def settings(results: Results) -> list[str]:
         f"Raw limit: the models in-process, torch and onnxruntime on 1 thread, batches of {BATCH} inputs already "
         f"decoded, {plan.limit_s:.0f} s per workload, from 1 process and from {results.cores} processes started "
         "together (bench/limit.py).",
-        f"Load: httpx.AsyncClient on loopback, keep-alive, clients spread over 8 accounts (the ingress admits 16 in "
+        f"Load: httpx.AsyncClient on loopback, keep-alive, clients spread over 8 accounts (the plan admits 32 in "
         f"flight per account); each client warms its connection with one unmeasured request; a point is "
         f"max({plan.min_requests}, 4 x clients) requests or {plan.max_point_s:.0f} s, whichever comes first; latency "
         "= each request's time as the client sees it; percentiles nearest-rank; req/s counts answered requests (2xx) "

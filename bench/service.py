@@ -18,7 +18,7 @@ ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 PLAN = "bench"
 # High enough that 429 (rate) and 402 (quota) never interfere.
 PLAN_LIMITS = {"scope": "both", "monthly_quota": 1_000_000_000, "rate_per_second": 1_000_000, "burst": 1_000_000}
-ACCOUNTS = 8  # 64 clients / 8 accounts = 8 in flight per account, under the ingress's 16 per account
+ACCOUNTS = 8  # 64 clients / 8 accounts = 8 in flight per account, under the plan's max_in_flight (32)
 DEPLOYMENTS = ("ModerationIngress", "ImageModel", "TextModel", "Policy")
 APP = "moderation"
 
