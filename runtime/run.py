@@ -72,7 +72,8 @@ def main() -> None:
         print(f"Prometheus metrics at http://127.0.0.1:{settings.metrics_port}/metrics", flush=True)
         if settings.admin_token:
             admin_server = AdminServer(
-                redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port
+                redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host,
+                port=settings.admin_port, audit_rules=settings.audit_rules(),
             )
             print(f"Admin API at {admin_server.start()}", flush=True)
         if first_key:
