@@ -32,7 +32,8 @@ def serve_graph(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("e2e")
     with local_graph(workdir, admin_token=ADMIN_TOKEN) as graph:
         yield {"base_url": graph.base_url, "admin_url": graph.admin_url, "config": graph.config,
-               "redis_url": graph.redis_url, "workdir": workdir, "store": graph.store}
+               "redis_url": graph.redis_url, "workdir": workdir, "store": graph.store,
+               "supervisor": graph.supervisor}
 
 
 @pytest.fixture(scope="session")

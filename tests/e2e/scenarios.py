@@ -70,7 +70,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     try:
         use_token_auth(workdir)  # the nodes' processes inherit it, as `make serve`'s do
         # HAProxy as under `make serve`, on ports of its own: the session graph's (inherited) are taken.
-        use_serve_ingress(haproxy=True)
+        use_serve_ingress(haproxy=True, data_dir=workdir)
         loopback = {"node_ip_address": LOOPBACK}
         cluster = Cluster(initialize_head=True, head_node_args={**loopback, "include_dashboard": False, **nodes[0]})
         for node in nodes[1:]:
