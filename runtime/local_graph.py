@@ -18,6 +18,7 @@ import httpx
 
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore, free_port  # free_port: the tests and bench take it from here
+from runtime.haproxy import remove_fallback_dir
 from runtime.ray_cluster import start_local_ray
 from runtime.settings import PROJECT_ROOT, Settings
 from runtime.store_supervisor import StoreSupervisor
@@ -85,6 +86,7 @@ def local_graph(
         if ray.is_initialized():
             serve.shutdown()
             ray.shutdown()
+        remove_fallback_dir(Path(workdir))
         supervisor.stop()
         redis_server.stop()
 

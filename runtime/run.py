@@ -22,6 +22,7 @@ import threading
 from runtime.admin_server import AdminServer
 from runtime.bootstrap import prepare_store
 from runtime.embedded_store import EmbeddedStore
+from runtime.haproxy import remove_fallback_dir
 from runtime.store_supervisor import StoreSupervisor
 from runtime.preflight import StartRefused, preflight
 from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE, DRAIN_S, replica_env, start_local_ray, url_and_password_file
@@ -103,6 +104,7 @@ def main() -> None:
             redis_server = None
         if ray.is_initialized():
             ray.shutdown()  # stops the Ray processes this run started
+        remove_fallback_dir(settings.data_dir)  # HAProxy's private dir, when it could not be under the data dir
         if redis_server is not None:
             redis_server.stop()
         log.info("stopped")

@@ -17,10 +17,12 @@ from runtime.haproxy import (
     FALLBACK_RECORD,
     PATH_VARIABLES,
     PINNED_SHA256,
+    RUN_DIR,
     bundled_bin_dir,
     fits_socket_paths,
     haproxy_environment,
     private_run_dir,
+    remove_fallback_dir,
     verified_binary,
 )
 
@@ -94,7 +96,7 @@ def short_data_dir():
 
 def test_the_run_dir_is_a_0700_dir_in_the_data_dir_emptied_at_start(short_data_dir):
     run_dir = private_run_dir(short_data_dir)
-    assert run_dir == short_data_dir / "haproxy" and _mode(run_dir) == 0o700 and fits_socket_paths(run_dir)
+    assert run_dir == short_data_dir / RUN_DIR and _mode(run_dir) == 0o700 and fits_socket_paths(run_dir)
     stale = run_dir / ("n" * 56)
     stale.mkdir()
     (stale / "admin.sock").write_text("an earlier run's socket")
@@ -107,7 +109,7 @@ def test_a_link_planted_as_the_run_dir_is_removed_not_followed(short_data_dir, t
     target = tmp_path / "elsewhere"
     target.mkdir()
     (target / "keep").write_text("x")
-    (short_data_dir / "haproxy").symlink_to(target)
+    (short_data_dir / RUN_DIR).symlink_to(target)
     run_dir = private_run_dir(short_data_dir)
     assert not run_dir.is_symlink() and _mode(run_dir) == 0o700 and (target / "keep").exists()
 
@@ -115,7 +117,7 @@ def test_a_link_planted_as_the_run_dir_is_removed_not_followed(short_data_dir, t
 def test_a_data_dir_too_deep_for_socket_paths_gets_a_private_mkdtemp_dir_removed_at_the_next_start(tmp_path):
     deep = tmp_path / ("d" * 80)
     first = private_run_dir(deep)
-    assert not fits_socket_paths(deep / "haproxy")
+    assert not fits_socket_paths(deep / RUN_DIR)
     assert first.parent != deep and first.lstat().st_uid == os.getuid() and _mode(first) == 0o700
     assert fits_socket_paths(first)
     assert (deep / FALLBACK_RECORD).read_text() == str(first)
@@ -123,14 +125,15 @@ def test_a_data_dir_too_deep_for_socket_paths_gets_a_private_mkdtemp_dir_removed
     try:
         assert not first.exists() and second != first and _mode(second) == 0o700
     finally:
-        shutil.rmtree(second)
+        remove_fallback_dir(deep)  # what a stop does
+    assert not second.exists() and not (deep / FALLBACK_RECORD).exists()
 
 
 def test_the_ray_processes_get_private_paths(clean_ray_environment, short_data_dir):
     from runtime.ray_cluster import use_serve_ingress
 
     use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
-    run_dir = short_data_dir / "haproxy"
+    run_dir = short_data_dir / RUN_DIR
     for name, file in PATH_VARIABLES.items():
         assert os.environ[name] == str(run_dir / file if file else run_dir)
 
