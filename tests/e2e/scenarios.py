@@ -61,6 +61,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     from policy.types import Plan
     from runtime.deploy import deploy, read_serve_config, wait_until_running
     from runtime.embedded_store import EmbeddedStore
+    from runtime.haproxy import remove_fallback_dir
     from runtime.local_graph import free_port, wait_until_healthy
     from runtime.ray_cluster import LOOPBACK, use_serve_ingress, use_token_auth
 
@@ -92,6 +93,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
             ray.shutdown()
         if cluster is not None:
             cluster.shutdown()
+        remove_fallback_dir(workdir)  # HAProxy's private dir, when the workdir was too deep for it
         store.stop()
 
 
