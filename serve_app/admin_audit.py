@@ -6,9 +6,10 @@ token nor a created key's secret can reach the log. The entry is written when th
 client sees it: a change the operator was told about is in the log (unless the store refused the write too, which
 is logged here, without the entry's values beyond method and route).
 
-Not written: reads with the right token (GET/HEAD, or the log would mostly record itself being read) and 429s
-(a throttled source's tokens are refused without a new entry, so a guesser cannot push real entries out of the
-bounded log; its first `max_failures` per window are there as 401s).
+Not written: reads with the right token (GET/HEAD, or the log would mostly record itself being read), calls that
+never reached the token check (an unknown path, a wrong method: nobody was authenticated, and nothing changed),
+and 429s (a throttled source's tokens are refused without a new entry, so a guesser cannot push real entries out
+of the bounded log; its first `max_failures` per window are there as 401s).
 """
 
 from __future__ import annotations
@@ -22,16 +23,22 @@ from policy.audit import AuditLog
 log = logging.getLogger("moderation.admin.audit")
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Set on request.state by the admin guard once the token was right (serve_app/admin_guard.py require_admin): only
+# then is a change recorded, so an unauthenticated call that never reached the guard (an unknown path, a wrong
+# method) cannot write entries as "admin-token".
+ACTOR_STATE = "admin_actor"
 # Path parameters that name what a route acts on, in the order they are looked for.
 TARGET_PARAMS = ("name", "key_id", "account", "item_id")
 # What a route sets on request.state when its target is known only once it ran (a created key's id).
 TARGET_STATE = "audit_target"
 
 
-def should_record(method: str, status: int) -> bool:
+def actor_of(scope: dict, method: str, status: int) -> str | None:
+    """Who to record the request as, or None when it is not recorded."""
     if status == 401:
-        return True
-    return method not in READS and status != 429
+        return "unauthenticated"
+    actor = (scope.get("state") or {}).get(ACTOR_STATE)
+    return actor if actor and method not in READS else None
 
 
 def target_of(scope: dict) -> str:
@@ -63,14 +70,14 @@ class AdminAuditMiddleware:
         await self.app(scope, receive, send_after_audit)
 
     async def _record(self, scope: dict, status: int) -> None:
-        method = scope.get("method", "?")
-        if not should_record(method, status):
+        actor = actor_of(scope, scope.get("method", "?"), status)
+        if actor is None:
             return
         client = scope.get("client")
         action = action_of(scope)
         try:
             await self.audit.append(
-                actor="unauthenticated" if status == 401 else "admin-token",
+                actor=actor,
                 source=client[0] if client else "unknown",
                 action=action,
                 target=target_of(scope),

@@ -22,6 +22,7 @@ from collections import OrderedDict, deque
 
 from fastapi import Request
 
+from serve_app.admin_audit import ACTOR_STATE
 from serve_app.auth import bearer_token
 from serve_app.errors import RateLimited, Unauthorized
 
@@ -75,3 +76,4 @@ class AdminGuard:
 def require_admin(request: Request) -> None:
     """Dependency of the admin API: the right token passes; a wrong one is 401, or 429 while its source is throttled."""
     request.app.state.admin_guard.check(bearer_token(request), request.client.host if request.client else "unknown")
+    setattr(request.state, ACTOR_STATE, "admin-token")  # for the audit log: this call was authenticated

@@ -67,3 +67,14 @@ def test_a_throttled_guesser_cannot_flood_the_log(redis_url):
             client.get("/admin/v1/plans/default", headers={"Authorization": "Bearer guess"})
     with redis.Redis.from_url(redis_url) as raw:
         assert raw.xlen(redis_keys.admin_audit()) == MAX_FAILURES
+
+
+def test_calls_that_never_passed_the_token_check_write_nothing_as_the_admin(api, redis_url):
+    with redis.Redis.from_url(redis_url) as raw:
+        before = raw.xlen(redis_keys.admin_audit())  # the fixture's seeding
+    for send in (lambda: api.client.post("/admin/v1/nowhere", json={}),
+                 lambda: api.client.post("/admin/v1/plans/default", json={}),  # a wrong method: 405
+                 lambda: api.client.delete("/admin/v1/nowhere", headers=api.admin)):
+        assert send().status_code in (404, 405)
+    with redis.Redis.from_url(redis_url) as raw:
+        assert raw.xlen(redis_keys.admin_audit()) == before
