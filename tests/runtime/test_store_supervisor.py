@@ -14,7 +14,7 @@ import redis.asyncio
 
 from policy.review_queue import ReviewQueue
 from runtime.embedded_store import LOOPBACK, EmbeddedStore
-from runtime.store_supervisor import StoreSupervisor, next_backoff
+from runtime.store_supervisor import StoreSupervisor
 
 BACK_WITHIN_S = 10
 
@@ -92,8 +92,29 @@ def test_a_store_stopped_on_purpose_stays_stopped(tmp_path):
 
 
 def test_the_backoff_doubles_up_to_its_cap():
-    delays, current = [], 0.0
-    for _ in range(8):
-        current = next_backoff(current, 0.5, 10)
-        delays.append(current)
-    assert delays == [0.5, 1, 2, 4, 8, 10, 10, 10]
+    supervisor = StoreSupervisor(EmbeddedStore.__new__(EmbeddedStore), first_backoff_s=0.5, max_backoff_s=10)
+    assert [supervisor._backoff(n) for n in range(8)] == [0, 0.5, 1, 2, 4, 8, 10, 10]
+
+
+class CrashLoopingStore:
+    """A unit-test stand-in: starts fine, and is dead again at once."""
+
+    pid, log_path = 1, "valkey.log"
+
+    def __init__(self):
+        self.starts = 0
+
+    def died(self) -> bool:
+        return True
+
+    def restart_if_died(self) -> bool:
+        self.starts += 1
+        return True
+
+
+def test_a_crash_loop_is_backed_off_not_restarted_every_poll():
+    store = CrashLoopingStore()
+    with StoreSupervisor(store, poll_s=0.01, first_backoff_s=0.2, max_backoff_s=0.4):
+        time.sleep(2)
+    # Every poll would be about 200 starts; with the backoff (0, 0.2, 0.4, 0.4, ...) it is about 6.
+    assert 3 <= store.starts <= 10, store.starts
