@@ -42,6 +42,12 @@ Feedback (`policy.feedback.FeedbackStore`), expiring:
   mod:feedback:{account}          list    score suggestions of `comments:suggestscore`, newest first, as JSON
                                           (`attribute`, `score`, `client_token`, `at`; never the comment's text);
                                           the newest 10,000 kept; expires 30 days after the last suggestion
+
+Admin audit log (`policy.audit.AuditLog`), bounded and expiring:
+  mod:audit:admin                 stream  one entry per admin change or refused admin token: `at`, `actor`,
+                                          `source`, `action`, `target`, `status` (never a secret or a body);
+                                          the newest `max_entries` kept, older than `retention_s` trimmed,
+                                          the key expires `retention_s` after the last entry
 """
 
 from __future__ import annotations
@@ -141,3 +147,7 @@ def escalations_on_day(account: str, day: str) -> str:
 
 def feedback(account: str) -> str:
     return f"{PREFIX}feedback:{account}"
+
+
+def admin_audit() -> str:
+    return f"{PREFIX}audit:admin"

@@ -19,6 +19,7 @@ import time
 
 import uvicorn
 
+from policy.audit import AuditRules
 from runtime.bootstrap import prepare_store
 from runtime.settings import get_settings
 
@@ -27,8 +28,9 @@ from serve_app.services import Services
 
 
 class AdminServer:
-    def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int):
-        app = create_admin_app(Services.connect(redis_url, backends=None), admin_token)
+    def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int, audit_rules: AuditRules | None = None):
+        services = Services.connect(redis_url, backends=None, audit_rules=audit_rules)
+        app = create_admin_app(services, admin_token)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="admin-api", daemon=True)
@@ -57,7 +59,8 @@ def main() -> int:
     if first_key:
         print(f"First start: created an API key; it is shown only this once:\n\n    {first_key}\n", flush=True)
     server = AdminServer(
-        redis_url=settings.redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port
+        redis_url=settings.redis_url, admin_token=settings.admin_token, host=settings.admin_host,
+        port=settings.admin_port, audit_rules=settings.audit_rules(),
     )
     print(f"Admin API at {server.start()}", flush=True)
     try:

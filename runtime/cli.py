@@ -9,6 +9,7 @@
     moderation-admin reviews decide 17 rejected
     moderation-admin usage acme
     moderation-admin feedback acme --limit 20
+    moderation-admin audit --limit 50 [--before 1764043200000-0]
 
 The admin listener's address comes from --url or MODERATION_ADMIN_URL (default http://127.0.0.1:8001),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
@@ -52,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     feedback.add_argument("account")
     feedback.add_argument("--limit", type=int, default=100)
 
+    audit = groups.add_parser("audit", help="the admin audit log, newest first")
+    audit.add_argument("--limit", type=int, default=100)
+    audit.add_argument("--before", help="next_before of the previous page")
+
     reviews = groups.add_parser("reviews").add_subparsers(dest="action", required=True)
     listing = reviews.add_parser("list")
     listing.add_argument("--status", choices=["pending", "approved", "rejected"])
@@ -69,6 +74,9 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
         return "GET", f"/admin/v1/accounts/{args.account}/usage", {}
     if group == "feedback":
         return "GET", f"/admin/v1/accounts/{args.account}/feedback", {"params": {"limit": args.limit}}
+    if group == "audit":
+        params = {"limit": args.limit, **({"before": args.before} if args.before else {})}
+        return "GET", "/admin/v1/audit", {"params": params}
     if group == "keys":
         if action == "create":
             body = {"account": args.account, "profile": args.profile, "plan": args.plan}

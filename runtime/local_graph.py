@@ -18,8 +18,10 @@ import httpx
 
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore, free_port  # free_port: the tests and bench take it from here
+from runtime.haproxy import remove_fallback_dir
 from runtime.ray_cluster import start_local_ray
 from runtime.settings import PROJECT_ROOT, Settings
+from runtime.store_supervisor import StoreSupervisor
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,8 @@ class LocalGraph:
     config: dict
     redis_url: str
     admin_url: str | None  # the admin API's own listener, when an admin token was given
-    store: EmbeddedStore | None = None  # the embedded store, for tests that stop and restart it
+    store: EmbeddedStore | None = None  # the embedded store, for tests that kill it
+    supervisor: StoreSupervisor | None = None  # restarts the store when it dies, as under `make serve`
 
 
 @contextmanager
@@ -50,6 +53,7 @@ def local_graph(
 
     redis_server = EmbeddedStore(Path(workdir) / "redis")
     redis_url = redis_server.start()
+    supervisor = StoreSupervisor(redis_server).start()
     port = free_port()
     config = read_serve_config(
         PROJECT_ROOT / "serve_config.yaml",
@@ -73,7 +77,8 @@ def local_graph(
             admin_server.start()
         admin_url = admin_server.url if admin_server else None
         yield LocalGraph(
-            base_url=base_url, config=config, redis_url=redis_url, admin_url=admin_url, store=redis_server
+            base_url=base_url, config=config, redis_url=redis_url, admin_url=admin_url, store=redis_server,
+            supervisor=supervisor,
         )
     finally:
         if admin_server is not None:
@@ -81,6 +86,8 @@ def local_graph(
         if ray.is_initialized():
             serve.shutdown()
             ray.shutdown()
+        remove_fallback_dir(Path(workdir))
+        supervisor.stop()
         redis_server.stop()
 
 

@@ -3,7 +3,9 @@
 Ray's own RPC ports run code for whoever reaches them, so the head binds 127.0.0.1 and
 token authentication is on: the token is generated once, kept in a 0600 file under the
 data dir and handed to Ray through RAY_AUTH_TOKEN_PATH (never through a runtime_env).
-Secrets never travel in the replicas' runtime_env either: `replica_env` drops them.
+Secrets never travel in the replicas' runtime_env either: `replica_env` drops them. Nor in the environment Ray's
+processes inherit from this one: `start_local_ray` removes them from it first (`SECRET_VARIABLES`; the settings were
+read before, and the store's password travels as a 0600 file's path).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from runtime.embedded_store import free_port
 from runtime.haproxy import use_haproxy
@@ -23,6 +26,9 @@ DRAIN_PERIOD_VARIABLE = "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S"
 DRAIN_S = 5
 # Settings the replicas must not receive: the admin API runs in the runner, not in Ray.
 SECRET_SETTINGS = frozenset({"MODERATION_ADMIN_TOKEN"})
+# What no Ray process may inherit from the process that starts Ray: the admin token, and an external store's URL,
+# which may carry its password (the replicas get the URL without it, and the password as a file: runtime/run.py).
+SECRET_VARIABLES = SECRET_SETTINGS | {"REDIS_URL"}
 
 
 def ray_token_file(data_dir: Path) -> Path:
@@ -57,7 +63,8 @@ def start_local_ray(
 
     use_token_auth(data_dir)
     bind_to_loopback()
-    use_serve_ingress(haproxy, haproxy_stats_port, haproxy_metrics_port)
+    use_serve_ingress(haproxy, haproxy_stats_port, haproxy_metrics_port, data_dir=data_dir)
+    drop_secrets_from_environment()
     # address="local": always a new instance of our own, never one that another program started on this machine.
     ray.init(
         address="local",
@@ -69,14 +76,23 @@ def start_local_ray(
     )
 
 
-def use_serve_ingress(haproxy: bool, stats_port: int | None = None, metrics_port: int | None = None) -> None:
+def drop_secrets_from_environment(environ=os.environ) -> None:
+    """Removes SECRET_VARIABLES from this process's environment, which every Ray process it starts inherits."""
+    for name in SECRET_VARIABLES:
+        environ.pop(name, None)
+
+
+def use_serve_ingress(
+    haproxy: bool, stats_port: int | None = None, metrics_port: int | None = None, *, data_dir: Path
+) -> None:
     """Serve's throughput mode, and its HAProxy ingress or not, for the Ray processes about to start.
 
     Both are read by every Ray process when it imports Serve, so they go in the environment they inherit.
+    HAProxy's files go to a private directory under `data_dir` (runtime/haproxy.py private_run_dir).
     """
     if haproxy:
         use_haproxy(stats_port=stats_port or free_port(), metrics_port=metrics_port or free_port(),
-                    fallback_port=free_port())
+                    fallback_port=free_port(), data_dir=data_dir)
     else:
         os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "0"  # not even one this process inherited
     # Serve's direct ingress and leaner replica threads. Measured by `make bench` beside the plain app: the excess
@@ -116,3 +132,24 @@ def use_token_auth(data_dir: Path) -> None:
 def replica_env(environ: dict[str, str]) -> dict[str, str]:
     """The MODERATION_* settings the replicas read, without the secrets."""
     return {k: v for k, v in environ.items() if k.startswith("MODERATION_") and k not in SECRET_SETTINGS}
+
+
+EXTERNAL_STORE_PASSWORD_FILE = "external-store.password"
+
+
+def url_and_password_file(redis_url: str, data_dir: Path) -> tuple[str, Path | None]:
+    """An external store's URL without its password, and the password in a 0600 file under `data_dir` (None when
+    the URL has none): what may travel to the replicas, whose arguments end up in Ray's logs."""
+    parts = urlsplit(redis_url)
+    if parts.password is None:
+        return redis_url, None
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
+    path = Path(data_dir) / EXTERNAL_STORE_PASSWORD_FILE
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(unquote(parts.password))  # as redis-py reads it from a URL
+    return urlunsplit(parts._replace(netloc=netloc)), path

@@ -5,7 +5,8 @@ password-protected, with its AOF under MODERATION_DATA_DIR. Plans and profiles a
 has no key, one is created for the default plan and profile and printed once. Ray runs on
 loopback with token authentication (runtime.ray_cluster); with MODERATION_ADMIN_TOKEN set,
 the admin API listens on its own loopback port in this process (runtime.admin_server), so
-the token never reaches a replica. Everything started here is stopped here, in reverse order.
+the token never reaches a replica. The embedded store is supervised (runtime.store_supervisor): if valkey-server
+exits, it is started again with its data. Everything started here is stopped here, in reverse order.
 Before any of it, runtime.preflight checks the ports and the transport, and refuses to start in one line.
 """
 
@@ -21,8 +22,10 @@ import threading
 from runtime.admin_server import AdminServer
 from runtime.bootstrap import prepare_store
 from runtime.embedded_store import EmbeddedStore
+from runtime.haproxy import remove_fallback_dir
+from runtime.store_supervisor import StoreSupervisor
 from runtime.preflight import StartRefused, preflight
-from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE, DRAIN_S, replica_env, start_local_ray
+from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE, DRAIN_S, replica_env, start_local_ray, url_and_password_file
 from runtime.settings import Settings, get_settings
 
 log = logging.getLogger("moderation.run")
@@ -55,12 +58,13 @@ def main() -> None:
         print(f"Not starting: {refusal}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
-    redis_server = admin_server = None
+    redis_server = admin_server = supervisor = None
     redis_url = settings.redis_url
     if redis_url is None:
         redis_server = EmbeddedStore(settings.data_dir / "redis", maxmemory_mb=settings.store_maxmemory_mb)
         redis_url = redis_server.start()  # carries the store's password: never logged or printed
         log.info("embedded valkey-server at %s (AOF in %s)", redis_server.redacted_url, redis_server.data_dir)
+        supervisor = StoreSupervisor(redis_server).start()
 
     import ray
     from ray import serve
@@ -72,7 +76,8 @@ def main() -> None:
         print(f"Prometheus metrics at http://127.0.0.1:{settings.metrics_port}/metrics", flush=True)
         if settings.admin_token:
             admin_server = AdminServer(
-                redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port
+                redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host,
+                port=settings.admin_port, audit_rules=settings.audit_rules(),
             )
             print(f"Admin API at {admin_server.start()}", flush=True)
         if first_key:
@@ -90,6 +95,8 @@ def main() -> None:
         log.info("stopping")
         if admin_server is not None:
             admin_server.stop()
+        if supervisor is not None:
+            supervisor.stop()  # before any stop of the store, which it would otherwise start again
         if ray.is_initialized() and not _shutdown_serve(serve) and redis_server is not None:
             # ray.shutdown() under a serve.shutdown() still running can end this process (Ray's core worker exits when
             # that thread touches it afterwards): the store, which holds what was accepted, is stopped cleanly first.
@@ -97,6 +104,7 @@ def main() -> None:
             redis_server = None
         if ray.is_initialized():
             ray.shutdown()  # stops the Ray processes this run started
+        remove_fallback_dir(settings.data_dir)  # HAProxy's private dir, when it could not be under the data dir
         if redis_server is not None:
             redis_server.stop()
         log.info("stopped")
@@ -105,6 +113,11 @@ def main() -> None:
 def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore | None) -> None:
     """Ray on loopback, then serve_config.yaml deployed with this run's host, port and store; returns once running."""
     from runtime.deploy import deploy, read_serve_config, wait_until_running
+
+    if redis_server is not None:
+        replica_url, password_file = redis_server.url_without_password, redis_server.password_path
+    else:
+        replica_url, password_file = url_and_password_file(redis_url, settings.data_dir)
 
     start_local_ray(
         settings.data_dir,
@@ -121,9 +134,9 @@ def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore
             settings.serve_config,
             host=settings.host,
             port=settings.port,
-            # The embedded store's password goes by its 0600 file, not in the URL (Serve logs its arguments).
-            redis_url=redis_server.url_without_password if redis_server else redis_url,
-            redis_password_file=redis_server.password_path if redis_server else None,
+            # The store's password goes by a 0600 file, not in the URL (Serve logs its arguments).
+            redis_url=replica_url,
+            redis_password_file=password_file,
             env_vars=replica_env(os.environ),  # the same settings as here, minus the secrets
         )
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from policy.audit import AuditRules
 from policy.review_queue import DAY_S, ReviewRules
 from serve_app.deadlines import TimeLimits
 
@@ -36,6 +37,9 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(default=None, min_length=MIN_ADMIN_TOKEN_CHARS)
     admin_host: str = "127.0.0.1"
     admin_port: int = 8001
+    # The admin audit log (policy/audit.py): its newest entries kept, and how long an entry is kept.
+    admin_audit_max_entries: int = Field(default=AuditRules.max_entries, ge=100)
+    admin_audit_retention_days: float = Field(default=AuditRules.retention_s / DAY_S, gt=0)
     config_dir: Path = PROJECT_ROOT / "config"
     serve_config: Path = PROJECT_ROOT / "serve_config.yaml"
     # The model registry the model deployments load versions from.
@@ -76,6 +80,12 @@ class Settings(BaseSettings):
             body_timeout_s=self.body_timeout_s,
             request_timeout_s=self.request_timeout_s,
             max_bodies_in_progress_per_account=self.max_bodies_in_progress_per_account,
+        )
+
+    def audit_rules(self) -> AuditRules:
+        return AuditRules(
+            max_entries=self.admin_audit_max_entries,
+            retention_s=max(1, round(self.admin_audit_retention_days * DAY_S)),
         )
 
     def review_rules(self) -> ReviewRules:

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from serve_app import routes_admin, routes_openai, routes_perspective, routes_public
 from serve_app.access_log import AccessLogMiddleware
+from serve_app.admin_audit import AdminAuditMiddleware
 from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.errors import install_error_handlers
@@ -49,6 +50,8 @@ def create_admin_app(services: Services, admin_token: str) -> FastAPI:
     app.state.services = services
     app.state.admin_guard = AdminGuard(admin_token)
     install_error_handlers(app)
+    if services.audit is not None:
+        app.add_middleware(AdminAuditMiddleware, audit=services.audit)  # inside the access log
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_admin.router)
     return app

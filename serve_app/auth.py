@@ -45,8 +45,3 @@ async def _caller(request: Request, secret: str | None) -> Caller:
         raise RateLimited(retry_after_s=found.retry_after_s)
     request.state.account = found.key.account
     return Caller(key=found.key, plan=found.plan, profile=found.profile)
-
-
-def require_admin(request: Request) -> None:
-    """Dependency of the admin API: 401 on a wrong token, 429 while wrong tokens are throttled."""
-    request.app.state.admin_guard.check(bearer_token(request))

@@ -11,13 +11,16 @@ from __future__ import annotations
 import time
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from policy.audit import AuditPage
 from policy.feedback import Suggestion
 from policy.limits import month_of
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
-from serve_app.auth import require_admin, services
+from serve_app.admin_audit import TARGET_STATE
+from serve_app.admin_guard import require_admin
+from serve_app.auth import services
 from serve_app.errors import InvalidRequest, NoSuchReviewItem, NotFound, found
 from serve_app.schemas import review_id
 
@@ -25,6 +28,8 @@ router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
 
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+# A Redis stream id (unix milliseconds, sequence): the audit log's cursor.
+STREAM_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 
 
@@ -95,6 +100,7 @@ async def create_key(body: KeyRequest, request: Request) -> CreatedKey:
     if await config.get_profile(body.profile) is None:
         raise InvalidRequest(f"No profile named {body.profile!r}.")
     record, secret = await config.create_key(body.account, body.profile, body.plan)
+    setattr(request.state, TARGET_STATE, record.id)  # the audit log names the key by id; its secret is only here
     return CreatedKey(id=record.id, key=secret, account=record.account, profile=record.profile, plan=record.plan)
 
 
@@ -142,3 +148,16 @@ async def get_review(item_id: str, request: Request) -> ReviewItem:
 async def decide_review(item_id: str, body: ReviewDecision, request: Request) -> ReviewItem:
     # ReviewItemNotFound and ReviewAlreadyDecided answer 404 and 409 (serve_app.errors).
     return await services(request).reviews.decide(review_id(item_id), body.status)
+
+
+@router.get("/audit", response_model=AuditPage)
+async def audit_log(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before: Annotated[str | None, Query(pattern=STREAM_ID_PATTERN)] = None,
+) -> AuditPage:
+    """The admin audit log, newest first: `before` (the last page's `next_before`) pages to older entries."""
+    audit = services(request).audit
+    if audit is None:  # Services built without a store connection of their own (tests)
+        raise NotFound("This admin API keeps no audit log.")
+    return await audit.page(limit=limit, before=before)

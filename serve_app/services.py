@@ -8,6 +8,7 @@ from redis.asyncio import Redis
 
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
+from policy.audit import AuditLog, AuditRules
 from policy.feedback import FeedbackStore
 from policy.limits import Limits
 from policy.review_queue import ReviewQueue, ReviewRules
@@ -24,6 +25,7 @@ class Services:
     flow: ModerationFlow
     time_limits: TimeLimits = TimeLimits()
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
+    audit: AuditLog | None = None  # the admin audit log (written by the admin app only)
 
     @classmethod
     def connect(
@@ -35,6 +37,7 @@ class Services:
         time_limits: TimeLimits = TimeLimits(),
         review_rules: ReviewRules | None = None,
         redis_password: str | None = None,
+        audit_rules: AuditRules | None = None,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own)."""
         redis = Redis.from_url(
@@ -48,5 +51,6 @@ class Services:
             backends=backends,
             flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
             feedback=FeedbackStore(redis),
+            audit=AuditLog(redis, audit_rules),
             time_limits=time_limits,
         )

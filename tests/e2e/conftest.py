@@ -6,6 +6,7 @@ with an embedded redis-server of its own (runtime/local_graph.py).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,8 @@ from support.tiny_models import tiny_bert
 from runtime.local_graph import local_graph
 
 ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef"
+# An external store's URL as `make serve` would read it: Ray's processes must not inherit it (test_ray_locked.py).
+CANARY_REDIS_URL = "redis://canary:canary-store-password-0123@127.0.0.1:9/0"
 SWAP_VERSION = "tiny-bert-e2e-1"
 
 
@@ -30,9 +33,13 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def serve_graph(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("e2e")
+    # As under `make serve`: the secrets are in the environment of the process that starts Ray (which must drop
+    # them before Ray's processes inherit it: runtime/ray_cluster.py).
+    os.environ["MODERATION_ADMIN_TOKEN"], os.environ["REDIS_URL"] = ADMIN_TOKEN, CANARY_REDIS_URL
     with local_graph(workdir, admin_token=ADMIN_TOKEN) as graph:
         yield {"base_url": graph.base_url, "admin_url": graph.admin_url, "config": graph.config,
-               "redis_url": graph.redis_url, "workdir": workdir, "store": graph.store}
+               "redis_url": graph.redis_url, "workdir": workdir, "store": graph.store,
+               "supervisor": graph.supervisor}
 
 
 @pytest.fixture(scope="session")

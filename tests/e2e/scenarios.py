@@ -61,6 +61,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     from policy.types import Plan
     from runtime.deploy import deploy, read_serve_config, wait_until_running
     from runtime.embedded_store import EmbeddedStore
+    from runtime.haproxy import remove_fallback_dir
     from runtime.local_graph import free_port, wait_until_healthy
     from runtime.ray_cluster import LOOPBACK, use_serve_ingress, use_token_auth
 
@@ -70,7 +71,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     try:
         use_token_auth(workdir)  # the nodes' processes inherit it, as `make serve`'s do
         # HAProxy as under `make serve`, on ports of its own: the session graph's (inherited) are taken.
-        use_serve_ingress(haproxy=True)
+        use_serve_ingress(haproxy=True, data_dir=workdir)
         loopback = {"node_ip_address": LOOPBACK}
         cluster = Cluster(initialize_head=True, head_node_args={**loopback, "include_dashboard": False, **nodes[0]})
         for node in nodes[1:]:
@@ -92,6 +93,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
             ray.shutdown()
         if cluster is not None:
             cluster.shutdown()
+        remove_fallback_dir(workdir)  # HAProxy's private dir, when the workdir was too deep for it
         store.stop()
 
 

@@ -1,4 +1,4 @@
-"""The admin CLI against the running graph: keys, plans, profiles and review decisions."""
+"""The admin CLI against the running graph: keys, plans, profiles, review decisions and the audit log."""
 
 from __future__ import annotations
 
@@ -49,3 +49,18 @@ def test_cli_puts_a_profile_from_a_file_and_decides_reviews(cli, client, tmp_pat
     assert client.get(f"/v1/review/{review_id}", headers=headers).json()["status"] == "approved"
     code, refused = cli("reviews", "decide", str(review_id), "rejected")
     assert code == 1 and refused["error"]["code"] == "already_decided"
+
+
+def test_cli_reads_the_audit_log_of_its_changes_without_their_secrets(cli, serve_graph):
+    _, created = cli("keys", "create", "--account", "cli-audit")
+    assert cli("keys", "revoke", created["id"])[0] == 0
+    code, page = cli("audit", "--limit", "2")
+    assert code == 0
+    assert [(e["action"], e["target"], e["status"]) for e in page["entries"]] == [
+        ("DELETE /admin/v1/keys/{key_id}", created["id"], 204),
+        ("POST /admin/v1/keys", created["id"], 201),
+    ]
+    assert all(e["actor"] == "admin-token" and e["source"] == "127.0.0.1" for e in page["entries"])
+    _, older = cli("audit", "--limit", "1", "--before", page["next_before"])
+    assert older["entries"] and older["entries"][0]["id"] not in {e["id"] for e in page["entries"]}
+    assert created["key"] not in json.dumps(page) + json.dumps(older)

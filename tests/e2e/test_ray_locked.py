@@ -1,5 +1,6 @@
 """Ray is locked: the e2e graph's cluster binds loopback, needs its token, keeps the token 0600, and its logs
-hold no API key, admin token or store password."""
+hold no API key, admin token or store password; its processes' environments hold neither the admin token nor the
+store URL; HAProxy's sockets and config are in a private 0700 directory, none under /tmp/haproxy-serve."""
 
 from __future__ import annotations
 
@@ -193,3 +194,46 @@ def test_only_haproxy_stats_and_token_guarded_grpc_listen_beyond_loopback(serve_
     assert replicas, "each replica has an inter-deployment gRPC server"
     for port in replicas:
         assert _grpc_answer_without_token(port) == grpc.StatusCode.UNAUTHENTICATED, port
+
+
+def _this_clusters_processes(serve_graph) -> dict[int, bytes]:
+    """pid -> environment (NUL-separated bytes) of every process of the e2e graph's Ray instance: those started with
+    its token file (the raylet, the GCS, every worker and replica, HAProxy's manager)."""
+    marker = f"RAY_AUTH_TOKEN_PATH={serve_graph['workdir'] / 'ray' / 'auth_token'}".encode()
+    found = {}
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            data = environ.read_bytes()
+        except OSError:
+            continue
+        if int(environ.parent.name) != os.getpid() and marker in data.split(b"\0"):
+            found[int(environ.parent.name)] = data
+    return found
+
+
+def test_ray_processes_inherit_neither_the_admin_token_nor_the_store_url(serve_graph, client, new_key, admin):
+    """Ray inherits the environment of the process that starts it; the conftest put both secrets there first
+    (CANARY_REDIS_URL's password is `canary-store-password-0123`), as `make serve`'s environment has them."""
+    admin_token = admin["Authorization"].removeprefix("Bearer ")
+    key = new_key(account="ray-env")
+    assert client.post("/v1/moderate-text", headers=key, json={"text": "hello there"}).status_code == 200
+    processes = _this_clusters_processes(serve_graph)
+    assert len(processes) >= 5, processes.keys()  # GCS, raylet, and the replicas' workers at least
+    for pid, data in processes.items():
+        names = {entry.split(b"=", 1)[0] for entry in data.split(b"\0")}
+        assert b"MODERATION_ADMIN_TOKEN" not in names and b"REDIS_URL" not in names, pid
+        assert admin_token.encode() not in data and b"canary-store-password" not in data, pid
+    assert "MODERATION_ADMIN_TOKEN" not in os.environ and "REDIS_URL" not in os.environ
+
+
+def test_haproxy_sockets_and_config_are_in_a_private_dir_and_none_in_tmp(serve_graph):
+    if os.environ.get("RAY_SERVE_ENABLE_HA_PROXY") != "1":
+        pytest.skip("this graph runs without HAProxy (MODERATION_HAPROXY=0)")
+    node_id = ray.get_runtime_context().get_node_id()
+    run_dir = Path(os.environ["RAY_SERVE_HAPROXY_SOCKET_PATH"]).parent
+    info = run_dir.lstat()
+    assert stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
+    assert stat.S_ISSOCK((run_dir / node_id / "admin.sock").lstat().st_mode)
+    assert (run_dir / node_id / "haproxy.cfg").is_file()
+    assert not Path("/tmp/haproxy-serve", node_id).exists()
+    assert not str(run_dir).startswith("/tmp/haproxy-serve")

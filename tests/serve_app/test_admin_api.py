@@ -13,6 +13,8 @@ from serve_app.services import Services
 
 from policy.types import MAX_IMAGE_BYTES, MAX_TEXT_CHARS
 
+PLAN = {"scope": "text", "monthly_quota": 10, "rate_per_second": 1, "burst": 1}
+
 
 def test_the_public_app_never_serves_the_admin_api(redis_url):
     services = Services.connect(redis_url, StubBackends())
@@ -22,31 +24,75 @@ def test_the_public_app_never_serves_the_admin_api(redis_url):
         assert not [path for path in client.get("/openapi.json").json()["paths"] if path.startswith("/admin")]
 
 
-def test_wrong_tokens_pause_the_admin_api_even_for_the_right_token(redis_url):
+def from_addresses(app):
+    """The app, seeing each request come from the address in its X-Test-Client header (one event loop for all)."""
+
+    async def wrapped(scope, receive, send):
+        headers = dict(scope.get("headers") or [])
+        address = headers.get(b"x-test-client", b"testclient").decode()
+        await app({**scope, "client": (address, 5000)}, receive, send)
+
+    return wrapped
+
+
+class AsAddress:
+    def __init__(self, client: TestClient, address: str):
+        self.client, self.address = client, address
+
+    def __getattr__(self, method: str):
+        def send(url, headers=None, **kwargs):
+            return getattr(self.client, method)(url, headers={**(headers or {}), "X-Test-Client": self.address}, **kwargs)
+
+        return send
+
+
+def test_a_source_sending_wrong_tokens_is_throttled_and_the_right_token_is_served_from_anywhere(redis_url):
+    """Issue 17: ten wrong tokens used to pause the admin API for everyone, the right token included."""
     services = Services.connect(redis_url, StubBackends())
-    with TestClient(create_admin_app(services, ADMIN_TOKEN)) as client:
-        right = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-        assert client.get("/admin/v1/plans/nope", headers=right).status_code == 404
+    right = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    wrong = {"Authorization": "Bearer guess"}
+    with TestClient(from_addresses(create_admin_app(services, ADMIN_TOKEN))) as client:
+        guesser, other = AsAddress(client, "10.0.0.66"), AsAddress(client, "10.0.0.7")
         for _ in range(MAX_FAILURES):
-            assert_error(client.get("/admin/v1/plans/default", headers={"Authorization": "Bearer guess"}), 401,
-                         "unauthorized")
-        paused = client.get("/admin/v1/plans/nope", headers=right)
-        assert_error(paused, 429, "rate_limited")
-        assert 1 <= int(paused.headers["retry-after"]) <= 60
+            assert_error(guesser.get("/admin/v1/plans/default", headers=wrong), 401, "unauthorized")
+        throttled = guesser.get("/admin/v1/plans/default", headers=wrong)
+        assert_error(throttled, 429, "rate_limited")
+        assert 1 <= int(throttled.headers["retry-after"]) <= 60
+        # The right token is served from the throttled address itself (loopback: the operator shares it) ...
+        assert guesser.get("/admin/v1/plans/nope", headers=right).status_code == 404
+        assert guesser.put("/admin/v1/plans/p1", json=PLAN, headers=right).status_code == 200
+        # ... and from any other address, whose own wrong tokens still get 401, not the guesser's 429.
+        assert other.get("/admin/v1/plans/p1", headers=right).status_code == 200
+        assert_error(other.get("/admin/v1/plans/default", headers=wrong), 401, "unauthorized")
+        assert_error(guesser.get("/admin/v1/plans/default", headers=wrong), 429, "rate_limited")
 
 
-def test_the_pause_ends_when_the_window_has_room_again():
+def test_the_throttle_ends_when_the_window_has_room_again():
     now = [0.0]
     guard = AdminGuard("t" * 32, max_failures=2, window_s=60, clock=lambda: now[0])
     for _ in range(2):
         with pytest.raises(ApiError) as refused:
-            guard.check("guess")
+            guard.check("guess", "10.0.0.1")
         assert (refused.value.status, refused.value.code) == (401, "unauthorized")
     with pytest.raises(ApiError) as refused:
-        guard.check("t" * 32)
+        guard.check("guess", "10.0.0.1")
     assert (refused.value.status, refused.value.code) == (429, "rate_limited")
+    guard.check("t" * 32, "10.0.0.1")  # the right token, even now
     now[0] = 60.5
-    guard.check("t" * 32)
+    with pytest.raises(ApiError) as refused:
+        guard.check("guess", "10.0.0.1")
+    assert refused.value.status == 401
+
+
+def test_the_throttle_tracks_a_bounded_number_of_sources():
+    guard = AdminGuard("t" * 32, max_failures=1, window_s=60, clock=lambda: 0.0, max_sources=3)
+    for n in range(50):
+        with pytest.raises(ApiError):
+            guard.check("guess", f"10.0.1.{n}")
+    assert len(guard._failures) == 3
+    with pytest.raises(ApiError) as refused:
+        guard.check("guess", "10.0.1.49")  # still tracked: throttled
+    assert refused.value.status == 429
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}])
