@@ -62,6 +62,8 @@ async def test_long_work_cancelled_while_queued_never_runs(replica):
     queued = asyncio.ensure_future(replica.score_many([request("q" + LONG)]))
     await asyncio.sleep(0.05)
     queued.cancel()  # its caller gave up (timeout, hang-up): Serve cancels the call on the replica
+    with pytest.raises(asyncio.CancelledError):
+        await queued  # the cancellation has reached the lane's queue
     replica._scorer.release.set()
     await running
     await asyncio.sleep(0.1)
