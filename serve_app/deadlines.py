@@ -13,10 +13,10 @@ A pure ASGI middleware, installed by `create_app` inside the access log:
   cancelled and answered 503 `overloaded` with Retry-After.
 - One account receives at most `max_bodies_in_progress_per_account` request bodies at once on this
   replica: a body trickled a byte a second holds its request for up to `body_timeout_s`, and
-  without a cap one account's slow uploads could take every place of the ingress. The slot is
-  taken on the handler's first read of the body, which comes after the key was checked
-  (`request.state.account`), and given back as soon as the body is in (or the request ends), so
-  quick bodies never meet the cap; over it the read raises `TooManyInFlight`, a 429 with
+  without a cap one account's slow uploads could take every place of the ingress. A slot is
+  taken when a read of the body (which comes after the key was checked, `request.state.account`)
+  has waited `BODY_SLOT_GRACE_S` for its chunk, and given back as soon as the body is in (or the
+  request ends), so a body that arrives at once never takes one; over it the read raises `TooManyInFlight`, a 429 with
   Retry-After. The counter lives in this process: the cap is per ingress replica. (The work that
   follows, scoring, is capped per account across replicas by the plan's `max_in_flight`:
   moderation/flow.py.)
@@ -35,6 +35,8 @@ from serve_app.errors import Overloaded, RequestTimeout, error_response
 
 # Headers Ray's proxy obeys to lift its own request timeout and disconnect check.
 IGNORED_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-disconnect-disabled"})
+# A request whose next body chunk is not there within this long takes a slot of its account's bodies in progress.
+BODY_SLOT_GRACE_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -90,28 +92,38 @@ class DeadlineMiddleware:
         started = False
 
         async def bounded_receive() -> Message:
-            nonlocal body_done, holder
+            nonlocal body_done
             if body_done:
                 return await receive()  # after the body: disconnect listening, never timed
-            if holder is None:
-                account = scope.get("state", {}).get("account")
-                if account:
-                    if not self.receiving.try_take(account):
-                        body_done = True
-                        raise TooManyInFlight()
-                    holder = account
             wait_s = min(limits.body_idle_timeout_s, body_deadline - time.monotonic())
+            arrival = asyncio.ensure_future(receive())
             try:
-                if wait_s <= 0:
-                    raise TimeoutError
-                message = await asyncio.wait_for(receive(), wait_s)
-            except TimeoutError:
-                body_done = True
-                raise RequestTimeout() from None
+                # A chunk that is there at once takes no slot: only a body that keeps its request waiting does.
+                grace_s = max(0.0, min(BODY_SLOT_GRACE_S, wait_s))
+                done, _ = await asyncio.wait({arrival}, timeout=grace_s)
+                if not done:
+                    take_body_slot()
+                    done, _ = await asyncio.wait({arrival}, timeout=max(0.0, wait_s - grace_s))
+                if not done:
+                    body_done = True
+                    raise RequestTimeout()
+                message = arrival.result()
+            finally:
+                if not arrival.done():
+                    arrival.cancel()
             if message["type"] != "http.request" or not message.get("more_body", False):
                 body_done = True
                 give_back_body_slot()
             return message
+
+        def take_body_slot() -> None:
+            nonlocal body_done, holder
+            account = scope.get("state", {}).get("account")
+            if holder is None and account:
+                if not self.receiving.try_take(account):
+                    body_done = True
+                    raise TooManyInFlight()
+                holder = account
 
         def give_back_body_slot() -> None:
             nonlocal holder
