@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     escalations_per_day: int = Field(default=1_000, ge=0)
     # A decided review item is kept this many days after its decision, then removed.
     review_retention_days: float = Field(default=30, gt=0)
+    # A pending review item nobody decides is removed this many days after it was queued.
+    review_pending_days: float = Field(default=30, gt=0)
+    # Pending review items one account may hold (model flags and reports alike); past it a `review` decision is
+    # answered 429 review_queue_full with its result and queues nothing (docs/api.md, Errors).
+    review_pending_per_account: int = Field(default=ReviewRules.pending_per_account, ge=0)
 
     def time_limits(self) -> TimeLimits:
         """The four time bounds above, as the ingress takes them."""
@@ -85,6 +90,8 @@ class Settings(BaseSettings):
             reports_per_account_per_day=self.reports_per_day,
             escalations_per_account_per_day=self.escalations_per_day,
             decided_retention_s=max(1, round(self.review_retention_days * DAY_S)),
+            pending_retention_s=max(1, round(self.review_pending_days * DAY_S)),
+            pending_per_account=self.review_pending_per_account,
         )
 
 

@@ -70,3 +70,74 @@ def test_a_full_store_answers_503_store_unavailable_and_loses_nothing(tmp_path):
             item = client.get(f"/v1/review/{queued}", headers=key)
             assert (item.status_code, item.json()["status"]) == (200, "pending")  # nothing was evicted
             assert api.moderate_text(key).status_code == 200
+
+
+# The cap of pending review items per account (SECURITY.md: the review queue cannot fill the store).
+
+
+def _assert_queue_full(response) -> None:
+    """429 review_queue_full in the error shape, with the result beside the error."""
+    assert response.status_code == 429, response.text
+    body = response.json()
+    assert set(body) == {"error", "result"} and body["error"]["code"] == "review_queue_full"
+    assert int(response.headers["retry-after"]) >= 1
+
+
+def test_a_review_decision_over_the_pending_cap_is_429_with_its_result_and_queues_nothing(redis_url):
+    backends = StubBackends(toxic=0.6)  # review
+    client, api = _api(redis_url, backends, ReviewRules(pending_per_account=2))
+    with client:
+        api.seed()
+        key, other = api.new_key(account="acme"), api.new_key(account="other")
+        queued = [api.moderate_text(key).json()["review_id"] for _ in range(2)]
+        assert all(isinstance(review_id, int) for review_id in queued)
+        refused = api.moderate_text(key, reference="post-3")
+        _assert_queue_full(refused)
+        assert int(refused.headers["retry-after"]) >= 1
+        result = refused.json()["result"]  # the answer a 200 would have carried, without a review item
+        assert (result["decision"], result["scores"]["unsafe"], "review_id" in result) == ("review", 0.6, False)
+        backends.image_scores = {"nsfw": 0.6}  # images too: nsfw 0.6 is a review
+        image = api.moderate(key)
+        _assert_queue_full(image)
+        assert image.json()["result"]["decision"] == "review" and "review_id" not in image.json()["result"]
+        assert api.moderate_text(other).json()["review_id"] > max(queued)  # another account still queues
+        backends.toxic = 0.05
+        assert api.moderate_text(key).status_code == 200  # what needs no review is answered as always
+        assert [r.status_code for r in (client.get(f"/v1/review/{i}", headers=key) for i in queued)] == [200, 200]
+
+
+def test_a_batch_over_the_pending_cap_answers_every_result_and_names_the_unqueued_ones(redis_url):
+    backends = StubBackends(toxic=0.6)
+    client, api = _api(redis_url, backends, ReviewRules(pending_per_account=2))
+    with client:
+        api.seed()
+        key = api.new_key()
+        refused = client.post("/v1/moderate-text", headers=key, json={"texts": ["a", "b", "c"]})
+        _assert_queue_full(refused)
+        results = refused.json()["result"]["results"]
+        assert [r["decision"] for r in results] == ["review"] * 3
+        assert sum("review_id" in r for r in results) == 2  # two queued, one not
+
+
+def test_a_report_over_the_pending_cap_is_429_review_queue_full_and_counts_nothing(redis_url):
+    backends = StubBackends(toxic=0.6)
+    client, api = _api(redis_url, backends, ReviewRules(pending_per_account=1))
+    with client:
+        api.seed()
+        api.put_profile("eager", mode="enforce", report_threshold=0, categories={
+            "nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}})  # fmt: skip
+        key = api.new_key(profile="eager")
+        assert api.report(key, "a").json()["escalated"] is True
+        assert_error(api.report(key, "b"), 429, "review_queue_full")
+
+
+def test_the_compatible_routes_answer_as_always_when_the_pending_cap_is_reached(redis_url):
+    """OpenAI's and Perspective's answers carry no review item; a 429 would make their SDKs resend and pay again."""
+    backends = StubBackends(toxic=0.6)
+    client, api = _api(redis_url, backends, ReviewRules(pending_per_account=0))
+    with client:
+        api.seed()
+        key = api.new_key()
+        response = client.post("/v1/moderations", headers=key, json={"input": "hello"})
+        assert response.status_code == 200 and response.json()["results"][0]["flagged"] is True
+        _assert_queue_full(api.moderate_text(key))
