@@ -140,19 +140,25 @@ local function prune_expired(k, a)
 end
 """
 
-# Writes a pending review item and its indexes, unless its account already holds `cap` pending items.
-# Shared by the two scripts that create items so that an item is written one way only; atomic so that no
-# id is ever handed out without its item and indexes, and so that racing creations never pass the cap.
-# The item expires at `expire_at` unless decided first (DECIDE_REVIEW_ITEM moves its time).
-# Returns the new id, or 0 (nothing written) when the account's pending items are at the cap.
-_INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + """
-local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at, cap)
-  prune_expired(k, a)
-  -- Its pending items whose time is over no longer count, even before the prune reaches them.
-  redis.call('ZREMRANGEBYSCORE', account_pending_key, '-inf', a.now)
-  if redis.call('ZCARD', account_pending_key) >= cap then
-    return 0
-  end
+# A full store (maxmemory, noeviction) refuses a script's first write only if that write is one that may
+# grow memory (INCR, HSET, ZADD, ...); once a script has written anything, even a ZREM, its later writes are
+# let through past maxmemory, so that no script is left half done. So every script below first checks by
+# reads alone, then makes a growing write first, and prunes (removals) last: a full store refuses the script
+# whole instead of letting it grow past the limit.
+
+# Whether the account already holds `cap` pending items whose time is not over (reads only).
+_PENDING_FULL = """
+local function pending_full(account_pending_key, now, cap)
+  return redis.call('ZCOUNT', account_pending_key, '(' .. now, '+inf') >= cap
+end
+"""
+
+# Writes a pending review item and its indexes, then prunes. Shared by the two scripts that create items so
+# that an item is written one way only; atomic so that no id is ever handed out without its item and indexes.
+# The caller checks `pending_full` first, in the same script, so racing creations never pass the cap.
+# The item expires at `expire_at` unless decided first (DECIDE_REVIEW_ITEM moves its time). Returns the new id.
+_INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + _PENDING_FULL + """
+local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at)
   local id = redis.call('INCR', k.next_id)
   redis.call('HSET', a.item_prefix .. id, 'data', data, 'status', 'pending')
   redis.call('EXPIREAT', a.item_prefix .. id, expire_at)
@@ -161,16 +167,21 @@ local function insert_review_item(k, a, account_key, account_pending_key, accoun
   redis.call('ZADD', account_key, id, id)
   redis.call('ZADD', account_pending_key, expire_at, id)
   redis.call('ZADD', k.expiring, expire_at, id .. ':' .. account)
+  prune_expired(k, a)
   return id
 end
 """
 
 # KEYS[1..6] the queue's keys (above), KEYS[7] the account's index, KEYS[8] its pending set;
 # ARGV[1..5] the queue's arguments, ARGV[6] account, ARGV[7] item data JSON, ARGV[8] unix time the pending
-# item expires, ARGV[9] the account's cap of pending items. Returns the new id, or 0 when at the cap.
+# item expires, ARGV[9] the account's cap of pending items. Returns the new id, or 0 (nothing written) when
+# the account's pending items are at the cap.
 CREATE_REVIEW_ITEM = _INSERT_REVIEW_ITEM + """
-return insert_review_item(review_keys(1), review_args(1), KEYS[7], KEYS[8], ARGV[6], ARGV[7], ARGV[8],
-                          tonumber(ARGV[9]))
+local a = review_args(1)
+if pending_full(KEYS[8], a.now, tonumber(ARGV[9])) then
+  return 0
+end
+return insert_review_item(review_keys(1), a, KEYS[7], KEYS[8], ARGV[6], ARGV[7], ARGV[8])
 """
 
 # One report of (account, reference). Counting, the daily caps and escalating must be one step:
@@ -187,10 +198,11 @@ REPORT = _INSERT_REVIEW_ITEM + """
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[13]) then
   return {0, 0, 1}
 end
+local a = review_args(1)
 local state = redis.call('HMGET', KEYS[1], 'count', 'review')
 local count = tonumber(state[1]) or 0
 local review_id = tonumber(state[2])
-if review_id and redis.call('EXISTS', ARGV[1] .. review_id) == 0 then
+if review_id and redis.call('EXISTS', a.item_prefix .. review_id) == 0 then
   -- The item it escalated to is gone (its time is over): the reference counts afresh.
   review_id = nil
   count = 0
@@ -200,12 +212,13 @@ local escalate = not review_id and count > tonumber(ARGV[10])
 if escalate and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[14]) then
   return {count - 1, 0, 2}
 end
+if escalate and pending_full(KEYS[11], a.now, tonumber(ARGV[9])) then
+  return {count - 1, 0, 3}
+end
+redis.call('INCR', KEYS[2])
+redis.call('EXPIREAT', KEYS[2], ARGV[12])
 if escalate then
-  review_id = insert_review_item(review_keys(4), review_args(1), KEYS[10], KEYS[11], ARGV[6], ARGV[7], ARGV[8],
-                                 tonumber(ARGV[9]))
-  if review_id == 0 then
-    return {count - 1, 0, 3}
-  end
+  review_id = insert_review_item(review_keys(4), a, KEYS[10], KEYS[11], ARGV[6], ARGV[7], ARGV[8])
   redis.call('INCR', KEYS[3])
   redis.call('EXPIREAT', KEYS[3], ARGV[12])
 end
@@ -216,23 +229,21 @@ else
   redis.call('HSET', KEYS[1], 'count', count)
 end
 redis.call('EXPIRE', KEYS[1], ARGV[11])
-redis.call('INCR', KEYS[2])
-redis.call('EXPIREAT', KEYS[2], ARGV[12])
 return {count, review_id or 0, 0}
 """
 
 # pending -> approved | rejected in one step: two moderators deciding the same item at once
 # must not both succeed, and the status indexes must follow the item's status exactly. The
-# decided item leaves its account's pending set and expires after its retention; first, up to the
+# decided item leaves its account's pending set and expires after its retention; then up to the
 # prune limit of items whose time is over leave the indexes.
 # KEYS[1] item hash, KEYS[2..7] the queue's keys; ARGV[1..5] the queue's arguments, ARGV[6] new status,
 # ARGV[7] decided_at, ARGV[8] item id, ARGV[9] unix time the decided item expires.
 # Returns {"ok", the item's fields...}, {"missing"} or {"decided"}.
 DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + """
 local k, a = review_keys(2), review_args(1)
-prune_expired(k, a)
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
+  prune_expired(k, a)
   return {'missing'}
 end
 if status ~= 'pending' then
@@ -244,13 +255,14 @@ if ARGV[6] == 'rejected' then
   index = k.rejected
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[6], 'decided_at', ARGV[7])
+redis.call('ZADD', index, ARGV[8], ARGV[8])
+redis.call('ZADD', k.expiring, ARGV[9], ARGV[8] .. ':' .. account)
 redis.call('ZREM', k.pending, ARGV[8])
 redis.call('ZREM', a.account_pending_prefix .. account, ARGV[8])
-redis.call('ZADD', index, ARGV[8], ARGV[8])
 local reply = redis.call('HGETALL', KEYS[1])
 table.insert(reply, 1, 'ok')
 redis.call('EXPIREAT', KEYS[1], ARGV[9])
-redis.call('ZADD', k.expiring, ARGV[9], ARGV[8] .. ':' .. account)
+prune_expired(k, a)
 return reply
 """
 

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policy.review_queue import DAY_S, ReviewRules
 from serve_app.deadlines import TimeLimits
+from serve_app.health import MIB, HealthRules
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # A guessable admin token would make the admin API's throttle the only defence.
@@ -60,6 +61,13 @@ class Settings(BaseSettings):
     # The store (policy/review_queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
     store_maxmemory_mb: int = Field(default=512, ge=16)
+    # The memory watch (docs/operating.md, Store memory): past this share of store_maxmemory_mb the ingress logs a
+    # warning and sets the metric moderation_store_memory_alert to 1. With REDIS_URL, set store_maxmemory_mb to
+    # that server's maxmemory for the watch to mean anything.
+    store_memory_alert_ratio: float = Field(default=HealthRules.memory_alert_ratio, gt=0, le=1)
+    # Seconds between two health checks of each ingress replica (store write probe, used memory, model versions);
+    # /healthz answers the latest, so it may be this stale.
+    health_interval_s: float = Field(default=HealthRules.interval_s, gt=0, le=60)
     # A reference's report counter is forgotten this many days after its last report.
     report_counter_days: float = Field(default=30, gt=0)
     # Reports one account may make per UTC day, and review items its reports may create per UTC day;
@@ -81,6 +89,14 @@ class Settings(BaseSettings):
             body_timeout_s=self.body_timeout_s,
             request_timeout_s=self.request_timeout_s,
             max_in_flight_per_account=self.max_in_flight_per_account,
+        )
+
+    def health_rules(self) -> HealthRules:
+        """The health check's interval and the store memory watch above, as the ingress takes them."""
+        return HealthRules(
+            interval_s=self.health_interval_s,
+            memory_limit_bytes=self.store_maxmemory_mb * MIB,
+            memory_alert_ratio=self.store_memory_alert_ratio,
         )
 
     def review_rules(self) -> ReviewRules:

@@ -400,3 +400,35 @@ def test_review_rules_refuse_nonsense():
         ReviewRules(pending_retention_s=0)
     with pytest.raises(ValueError):
         ReviewRules(pending_per_account=-1)
+
+
+async def test_a_full_store_refuses_each_review_script_whole(tmp_path):
+    """A script's first write must be one a full store refuses: once a script has written (even a ZREM), Redis lets
+    its later writes through past maxmemory. So creating, reporting and deciding are refused whole, never half."""
+    import redis.asyncio
+    from redis.exceptions import OutOfMemoryError
+
+    from runtime.embedded_store import EmbeddedStore
+
+    with EmbeddedStore(tmp_path / "store", maxmemory_mb=2) as server:
+        client = redis.asyncio.Redis.from_url(server.url, decode_responses=True)
+        queue = ReviewQueue(client)
+        try:
+            # An item due in 3 s: then deciding has something to prune, as the old scripts did first.
+            await _flagged(ReviewQueue(client, ReviewRules(pending_retention_s=2)))
+            with pytest.raises(OutOfMemoryError):
+                for _ in range(2000):
+                    await queue.create(account="acme", reason="model_flagged", kind="text", reference="r" * 4096,
+                                       image_url=None, scores={}, model_version=None)  # fmt: skip
+            pending = (await client.zrevrange(redis_keys.review_by_status("pending"), 0, 0))[0]
+            await asyncio.sleep(3.5)
+            assert await client.zcount(redis_keys.review_expiring(), "-inf", time.time()) == 1
+            with pytest.raises(OutOfMemoryError):
+                await queue.report(account="acme", reference="post-1", image_url=None, threshold=5)
+            with pytest.raises(OutOfMemoryError):
+                await queue.decide(int(pending), "rejected")
+            assert await client.exists(redis_keys.report_counter("acme", "post-1")) == 0
+            assert (await queue.get(int(pending))).status == "pending"
+            assert await client.zcount(redis_keys.review_expiring(), "-inf", time.time()) == 1  # nothing half done
+        finally:
+            await client.aclose()
