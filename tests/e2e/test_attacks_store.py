@@ -26,7 +26,7 @@ from policy.review_queue import ReviewQueue, ReviewRules
 
 OTHER_BOUND_S = 5  # another account is answered within this, during and after each attack
 HEALTHY_BOUND_S = 30  # healthy again within this after an attack ends
-HEALTH_CALLS = 600
+HEALTH_CALLS = 400
 # Review everything: every text scores at least 0 (review) and below 1 (block), so every text is decided `review`.
 REVIEW_ALL = {
     "mode": "review", "report_threshold": 3,
@@ -59,15 +59,17 @@ def _settled_model_requests(wait_s: float = 12) -> float:
 def test_many_healthz_calls_cost_no_model_call_and_others_are_served(serve_graph, client, new_key):
     base_url = serve_graph["base_url"]
     other = new_key(account="healthz-other")
-    assert _timed_text(base_url, other)[0] == 200
+    baseline = _timed_text(base_url, other)
+    assert baseline[0] == 200
     before, started = _settled_model_requests(), time.monotonic()
-    with ThreadPoolExecutor(max_workers=48) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool:
         flood = [pool.submit(httpx.get, f"{base_url}/healthz", timeout=30) for _ in range(HEALTH_CALLS)]
         status, waited = _timed_text(base_url, other)  # during the flood
         statuses = [future.result().status_code for future in flood]
     elapsed = time.monotonic() - started
     after = _settled_model_requests()
-    print(f"\n{HEALTH_CALLS} /healthz calls in {elapsed:.1f} s; another account's text: {status} in {waited:.2f} s; "
+    print(f"\n{HEALTH_CALLS} /healthz calls in {elapsed:.1f} s; another account's text: {status} in {waited:.2f} s "
+          f"(before the flood: {baseline[1]:.2f} s); "
           f"model and policy requests meanwhile: {after - before:.0f}")  # fmt: skip
     assert statuses == [200] * HEALTH_CALLS
     assert status == 200 and waited < OTHER_BOUND_S
@@ -110,11 +112,11 @@ def _fill_pending(redis_url: str, account: str, count: int) -> None:
         client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
         queue = ReviewQueue(client, ReviewRules())
         try:
-            for start in range(0, count, 500):
+            for start in range(0, count, 50):
                 await asyncio.gather(*(
                     queue.create(account=account, reason="model_flagged", kind="text", reference=f"post-{i}",
                                  image_url=None, scores={"toxic": 0.6}, model_version="e2e")
-                    for i in range(start, min(count, start + 500))
+                    for i in range(start, min(count, start + 50))
                 ))  # fmt: skip
         finally:
             await client.aclose()
