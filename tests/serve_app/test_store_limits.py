@@ -1,6 +1,9 @@
-"""The store's limits as a client meets them: a report over the daily cap is 429, a full store is 503."""
+"""The store's limits as a client meets them: a report over the daily cap is 429, a full store is 503, an account at
+its cap of pending review items gets 429 review_queue_full (with the result), and every key a tenant grows expires."""
 
 from __future__ import annotations
+
+import re
 
 import redis
 from fastapi.testclient import TestClient
@@ -141,3 +144,31 @@ def test_the_compatible_routes_answer_as_always_when_the_pending_cap_is_reached(
         response = client.post("/v1/moderations", headers=key, json={"input": "hello"})
         assert response.status_code == 200 and response.json()["results"][0]["flagged"] is True
         _assert_queue_full(api.moderate_text(key))
+
+
+# Keys that may live without a TTL: configuration (an operator's), and the review queue's counter and indexes, whose
+# members are items that expire and leave them (tests/policy/test_review_queue.py).
+UNEXPIRING = re.compile(
+    r"mod:(plan|profile|apikey|apikey-sha256):.+|mod:apikeys:live|mod:review:(next-id|all|expiring)"
+    r"|mod:review:(status|account|pending):.+"
+)
+
+
+def test_every_key_a_tenant_can_grow_expires(redis_url):
+    """Whatever a tenant does through the public API (moderate, queue reviews, report, escalate, suggest scores,
+    call /healthz), every key it makes the store hold has a TTL, except configuration and the queue's indexes."""
+    backends = StubBackends(toxic=0.6, image_scores={"nsfw": 0.6})  # review: items are queued
+    client, api = _api(redis_url, backends)
+    with client:
+        api.seed()
+        key = api.new_key()
+        assert api.moderate_text(key, reference="post-1").json()["review_id"]
+        assert api.moderate(key).json()["review_id"]
+        assert [api.report(key, "post-9").status_code for _ in range(4)] == [200] * 4
+        suggestion = {"comment": {"text": "t"}, "attributeScores": {"TOXICITY": {"summaryScore": {"value": 1}}}}
+        assert client.post("/v1alpha1/comments:suggestscore", headers=key, json=suggestion).status_code == 200
+        assert client.get("/healthz").status_code == 200
+        with redis.Redis.from_url(redis_url, decode_responses=True) as store:
+            keys = list(store.scan_iter("mod:*"))
+            forever = [k for k in keys if not UNEXPIRING.fullmatch(k) and store.ttl(k) < 0]
+    assert len(keys) > 15 and forever == []
