@@ -118,8 +118,9 @@ end
 
 # Removes the items whose time is over, pending or decided, from every index (their hash has an EXPIREAT of
 # the same time, so the data goes even if nothing prunes). Members of the expiring zset are "{id}:{account}",
-# so no item has to be read. Every script that adds or decides an item prunes up to `prune_limit` first:
-# each adds at most one item to expire later, so the indexes never fall behind.
+# so no item has to be read. Every script that adds or decides an item prunes up to `prune_limit` after its
+# own writes: each adds at most one item to expire later, so the indexes never fall behind. PRUNE_REVIEW_ITEMS
+# only removes, so it runs on a full store too and gives memory back.
 _PRUNE_EXPIRED = _REVIEW_LAYOUT + """
 local function prune_expired(k, a)
   local due = redis.call('ZRANGEBYSCORE', k.expiring, '-inf', a.now, 'LIMIT', 0, a.prune_limit)
