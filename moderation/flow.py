@@ -132,7 +132,8 @@ class ModerationFlow:
                 model_version=scored.model_version,
             )
         except ReviewQueueFull:
-            log.info("review queue full for account %s: a review decision was not queued", caller.account)
+            # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).
+            log.debug("review queue full for account %s: a review decision was not queued", caller.account)
             return None
         return queued.id
 

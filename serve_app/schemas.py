@@ -203,7 +203,8 @@ class ImageQueueFullBody(ErrorBody):
     result: ImageResult | None = Field(
         default=None,
         description="Only with `review_queue_full`: the content was scored and decided `review`, but the account "
-                    "holds its cap of pending review items, so no item was queued (no `review_id`). The unit is charged.",
+                    "holds its cap of pending review items, so no item was queued (no `review_id`). "
+                    "The unit is charged.",
     )
 
 
@@ -213,7 +214,8 @@ class TextQueueFullBody(ErrorBody):
     result: TextResult | TextBatchResult | None = Field(
         default=None,
         description="Only with `review_queue_full`: every text scored and decided; a text decided `review` without "
-                    "`review_id` was not queued (the account holds its cap of pending review items). Units are charged.",
+                    "`review_id` was not queued (the account holds its cap of pending review items). "
+                    "Units are charged.",
     )
 
 
