@@ -42,4 +42,5 @@ def build_app(args: BuildArgs) -> Application:
         config_dir=str(settings.config_dir),
         review_rules=settings.review_rules(),
         time_limits=settings.time_limits(),
+        health_rules=settings.health_rules(),
     )

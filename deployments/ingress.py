@@ -9,11 +9,12 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from deployments.handles import ServeBackends
-from deployments.metrics import RequestMetrics
+from deployments.metrics import RequestMetrics, record_store_memory
 from policy.review_queue import ReviewRules
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
 from serve_app.deadlines import TimeLimits
+from serve_app.health import HealthRules
 from serve_app.services import Services
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -34,6 +35,7 @@ class ModerationIngress:
         config_dir: str,
         review_rules: ReviewRules | None = None,
         time_limits: TimeLimits = TimeLimits(),
+        health_rules: HealthRules = HealthRules(),
     ):
         # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
         password = Path(redis_password_file).read_text().strip() if redis_password_file else None
@@ -44,9 +46,13 @@ class ModerationIngress:
             inference_timeout_s=inference_timeout_s,
             time_limits=time_limits,
             review_rules=review_rules,
+            health_rules=health_rules,
+            on_store_memory=record_store_memory,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
         await seed_config(self._services.config, Path(config_dir))
+        # /healthz reads the snapshot this keeps fresh: no call costs a deployment call (serve_app/health.py).
+        self._services.health.start()
 
     def __serve_build_asgi_app__(self):
         app = create_app(self._services)

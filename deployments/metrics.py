@@ -11,7 +11,9 @@ Recorded only from the Ray shells in `deployments/` (the layers below know no Ra
     an ASGI wrapper around the FastAPI app), and the latency of each call to a model or the
     policy as the ingress sees it (queueing and the Ray hop included; `deployments/handles.py`);
   - the Policy: decisions by kind, decision and mode, and each category's own verdict;
-  - the model deployments: the latency of each batch through the model, and batch sizes.
+  - the model deployments: the latency of each batch through the model, and batch sizes;
+  - the ingress's health check (serve_app/health.py, every few seconds): the store's used memory, its
+    limit, and whether it is past the alert threshold (`record_store_memory`; docs/operating.md).
 Queue lengths are Serve's built-ins: `ray_serve_deployment_queued_queries` (waiting in a
 handle for a replica), `ray_serve_replica_processing_queries` (in progress per replica),
 `ray_serve_batch_queue_length` (waiting for a `@serve.batch` batch), and
@@ -57,6 +59,9 @@ class _Metrics:
     category_verdicts: Any
     batch_latency: Any
     batch_size: Any
+    store_used_memory: Any
+    store_memory_limit: Any
+    store_memory_alert: Any
 
 
 def _never_fails(record: Callable[..., None]) -> Callable[..., None]:
@@ -75,7 +80,7 @@ def _never_fails(record: Callable[..., None]) -> Callable[..., None]:
 @cache
 def metrics() -> _Metrics:
     """The metric objects of this process (created once, in the replica that first records)."""
-    from ray.serve.metrics import Counter, Histogram
+    from ray.serve.metrics import Counter, Gauge, Histogram
 
     return _Metrics(
         requests=Counter(
@@ -116,6 +121,18 @@ def metrics() -> _Metrics:
             boundaries=BATCH_SIZE_BUCKETS,
             tag_keys=("model",),
         ),
+        store_used_memory=Gauge(
+            "moderation_store_used_memory_bytes",
+            description="Bytes the store has allocated, as the ingress's health check last read them.",
+        ),
+        store_memory_limit=Gauge(
+            "moderation_store_memory_limit_bytes",
+            description="The store's maxmemory as configured (MODERATION_STORE_MAXMEMORY_MB); full, it refuses writes.",
+        ),
+        store_memory_alert=Gauge(
+            "moderation_store_memory_alert",
+            description="1 while the store's used memory is at or past MODERATION_STORE_MEMORY_ALERT_RATIO of its limit.",
+        ),
     )
 
 
@@ -125,6 +142,15 @@ def record_batch(model: str, size: int, seconds: float) -> None:
     tags = {"model": model}
     m.batch_size.observe(size, tags=tags)
     m.batch_latency.observe(seconds * 1000, tags=tags)
+
+
+@_never_fails
+def record_store_memory(memory: Any) -> None:
+    """`memory`: serve_app.health.StoreMemory (used_bytes, limit_bytes, alert)."""
+    m = metrics()
+    m.store_used_memory.set(memory.used_bytes)
+    m.store_memory_limit.set(memory.limit_bytes)
+    m.store_memory_alert.set(1 if memory.alert else 0)
 
 
 @_never_fails

@@ -25,7 +25,7 @@ from moderation.items import Item
 from moderation.limits import is_short_text_work
 from policy.decisions import Decision
 from policy.limits import Limits, Taken, WorkSlot
-from policy.review_queue import ReviewQueue
+from policy.review_queue import ReviewQueue, ReviewQueueFull
 from policy.types import ApiKey, Plan, Profile
 
 log = logging.getLogger("moderation.flow")
@@ -117,17 +117,25 @@ class ModerationFlow:
         return await self.backends.score_texts(requests)
 
     async def _queued_review(self, caller: Caller, item: Item, scored: Scored, decision: Decision) -> int | None:
+        """The review item a `review` decision queued. None for a `review` decision means the account holds its cap
+        of pending items and nothing was queued: the decision stands and its result is still answered (the routes
+        say so: 429 `review_queue_full` with the result); the work was done, so the unit stays charged."""
         if decision.decision != "review":
             return None
-        queued = await self.reviews.create(
-            account=caller.account,
-            reason="model_flagged",
-            kind=item.kind,
-            reference=item.reference,
-            image_url=item.image_url,
-            scores=scored.categories,
-            model_version=scored.model_version,
-        )
+        try:
+            queued = await self.reviews.create(
+                account=caller.account,
+                reason="model_flagged",
+                kind=item.kind,
+                reference=item.reference,
+                image_url=item.image_url,
+                scores=scored.categories,
+                model_version=scored.model_version,
+            )
+        except ReviewQueueFull:
+            # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).
+            log.debug("review queue full for account %s: a review decision was not queued", caller.account)
+            return None
         return queued.id
 
     async def _call_model(self, call: Awaitable[T], what: str = "model") -> T:

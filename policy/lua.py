@@ -119,74 +119,127 @@ end
 return 0
 """
 
-# Writes a review item and its indexes. Shared by the two scripts below so that an item is
-# written one way only; atomic so that no id is ever handed out without its item and indexes.
-_INSERT_REVIEW_ITEM = """
-local function insert_review_item(next_id_key, all_key, pending_key, account_key, item_prefix, data)
-  local id = redis.call('INCR', next_id_key)
-  redis.call('HSET', item_prefix .. id, 'data', data, 'status', 'pending')
-  redis.call('ZADD', all_key, id, id)
-  redis.call('ZADD', pending_key, id, id)
+# The review scripts share one layout of the queue's global keys, at an offset into KEYS, and one
+# layout of the queue's arguments, at an offset into ARGV (`ReviewQueue._queue_keys` / `_queue_args`):
+# KEYS[first..first+5] next-id counter, all index, pending / approved / rejected indexes, expiring zset;
+# ARGV[first..first+4] item key prefix, account index prefix, account pending-set prefix, now, prune limit.
+_REVIEW_LAYOUT = """
+local function review_keys(first)
+  return {next_id = KEYS[first], all = KEYS[first + 1], pending = KEYS[first + 2], approved = KEYS[first + 3],
+          rejected = KEYS[first + 4], expiring = KEYS[first + 5]}
+end
+local function review_args(first)
+  return {item_prefix = ARGV[first], account_prefix = ARGV[first + 1], account_pending_prefix = ARGV[first + 2],
+          now = ARGV[first + 3], prune_limit = tonumber(ARGV[first + 4])}
+end
+"""
+
+# Removes the items whose time is over, pending or decided, from every index (their hash has an EXPIREAT of
+# the same time, so the data goes even if nothing prunes). Members of the expiring zset are "{id}:{account}",
+# so no item has to be read. Every script that adds or decides an item prunes up to `prune_limit` after its
+# own writes: each adds at most one item to expire later, so the indexes never fall behind. PRUNE_REVIEW_ITEMS
+# only removes, so it runs on a full store too and gives memory back.
+_PRUNE_EXPIRED = _REVIEW_LAYOUT + """
+local function prune_expired(k, a)
+  local due = redis.call('ZRANGEBYSCORE', k.expiring, '-inf', a.now, 'LIMIT', 0, a.prune_limit)
+  for _, member in ipairs(due) do
+    local sep = string.find(member, ':', 1, true)
+    local id = string.sub(member, 1, sep - 1)
+    local account = string.sub(member, sep + 1)
+    redis.call('ZREM', k.all, id)
+    redis.call('ZREM', k.pending, id)
+    redis.call('ZREM', k.approved, id)
+    redis.call('ZREM', k.rejected, id)
+    redis.call('ZREM', a.account_prefix .. account, id)
+    redis.call('ZREM', a.account_pending_prefix .. account, id)
+    redis.call('DEL', a.item_prefix .. id)
+    redis.call('ZREM', k.expiring, member)
+  end
+  return #due
+end
+"""
+
+# A full store (maxmemory, noeviction) refuses a script's first write only if that write is one that may
+# grow memory (INCR, HSET, ZADD, ...); once a script has written anything, even a ZREM, its later writes are
+# let through past maxmemory, so that no script is left half done. So every script below first checks by
+# reads alone, then makes a growing write first, and prunes (removals) last: a full store refuses the script
+# whole instead of letting it grow past the limit.
+
+# Whether the account already holds `cap` pending items whose time is not over (reads only).
+_PENDING_FULL = """
+local function pending_full(account_pending_key, now, cap)
+  return redis.call('ZCOUNT', account_pending_key, '(' .. now, '+inf') >= cap
+end
+"""
+
+# Writes a pending review item and its indexes, then prunes. Shared by the two scripts that create items so
+# that an item is written one way only; atomic so that no id is ever handed out without its item and indexes.
+# The caller checks `pending_full` first, in the same script, so racing creations never pass the cap.
+# The item expires at `expire_at` unless decided first (DECIDE_REVIEW_ITEM moves its time). Returns the new id.
+_INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + _PENDING_FULL + """
+local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at)
+  local id = redis.call('INCR', k.next_id)
+  redis.call('HSET', a.item_prefix .. id, 'data', data, 'status', 'pending')
+  redis.call('EXPIREAT', a.item_prefix .. id, expire_at)
+  redis.call('ZADD', k.all, id, id)
+  redis.call('ZADD', k.pending, id, id)
   redis.call('ZADD', account_key, id, id)
+  redis.call('ZADD', account_pending_key, expire_at, id)
+  redis.call('ZADD', k.expiring, expire_at, id .. ':' .. account)
+  prune_expired(k, a)
   return id
 end
 """
 
-# KEYS[1] next-id counter, KEYS[2] all index, KEYS[3] pending index, KEYS[4] account index;
-# ARGV[1] item key prefix, ARGV[2] item data JSON. Returns the new id.
+# KEYS[1..6] the queue's keys (above), KEYS[7] the account's index, KEYS[8] its pending set;
+# ARGV[1..5] the queue's arguments, ARGV[6] account, ARGV[7] item data JSON, ARGV[8] unix time the pending
+# item expires, ARGV[9] the account's cap of pending items. Returns the new id, or 0 (nothing written) when
+# the account's pending items are at the cap.
 CREATE_REVIEW_ITEM = _INSERT_REVIEW_ITEM + """
-return insert_review_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
-"""
-
-# Removes the index entries of decided items whose retention is over (their hash has an EXPIREAT
-# of the same time, so the data goes even if nothing prunes). Members of the expiring zset are
-# "{id}:{account}", so no item has to be read. Shared by DECIDE_REVIEW_ITEM and PRUNE_REVIEW_ITEMS.
-_PRUNE_EXPIRED = """
-local function prune_expired(expiring_key, all_key, approved_key, rejected_key, account_prefix, item_prefix, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', expiring_key, '-inf', now, 'LIMIT', 0, limit)
-  for _, member in ipairs(due) do
-    local sep = string.find(member, ':', 1, true)
-    local id = string.sub(member, 1, sep - 1)
-    redis.call('ZREM', all_key, id)
-    redis.call('ZREM', approved_key, id)
-    redis.call('ZREM', rejected_key, id)
-    redis.call('ZREM', account_prefix .. string.sub(member, sep + 1), id)
-    redis.call('DEL', item_prefix .. id)
-    redis.call('ZREM', expiring_key, member)
-  end
-  return #due
+local a = review_args(1)
+if pending_full(KEYS[8], a.now, tonumber(ARGV[9])) then
+  return 0
 end
+return insert_review_item(review_keys(1), a, KEYS[7], KEYS[8], ARGV[6], ARGV[7], ARGV[8])
 """
 
 # One report of (account, reference). Counting, the daily caps and escalating must be one step:
 # reports racing past the threshold would otherwise each see "no item yet" and queue the content
 # several times, and racing reports could all pass a cap. A refused report writes nothing.
 # KEYS[1] the reference's counter hash (`count`, `review`), KEYS[2] the account's reports today,
-# KEYS[3] its escalations today, KEYS[4..7] as CREATE_REVIEW_ITEM;
-# ARGV[1] threshold, ARGV[2] item key prefix, ARGV[3] item data JSON, ARGV[4] counter TTL seconds,
-# ARGV[5] unix time at which the day counters expire, ARGV[6] reports per day, ARGV[7] escalations per day.
-# Returns {count, review id or 0, refused}: refused is 0, 1 (reports cap) or 2 (escalations cap).
+# KEYS[3] its escalations today, KEYS[4..9] the queue's keys, KEYS[10] the account's index, KEYS[11] its
+# pending set; ARGV[1..5] the queue's arguments, ARGV[6] account, ARGV[7] item data JSON, ARGV[8] unix time
+# a pending item expires, ARGV[9] pending cap, ARGV[10] threshold, ARGV[11] counter TTL seconds, ARGV[12] unix
+# time at which the day counters expire, ARGV[13] reports per day, ARGV[14] escalations per day.
+# Returns {count, review id or 0, refused}: refused is 0, 1 (reports cap), 2 (escalations cap) or 3 (the
+# account's pending items are at their cap).
 REPORT = _INSERT_REVIEW_ITEM + """
-if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[6]) then
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[13]) then
   return {0, 0, 1}
 end
+local a = review_args(1)
 local state = redis.call('HMGET', KEYS[1], 'count', 'review')
 local count = tonumber(state[1]) or 0
 local review_id = tonumber(state[2])
-if review_id and redis.call('EXISTS', ARGV[2] .. review_id) == 0 then
-  -- The item it escalated to was decided and its retention is over: the reference counts afresh.
+if review_id and redis.call('EXISTS', a.item_prefix .. review_id) == 0 then
+  -- The item it escalated to is gone (its time is over): the reference counts afresh.
   review_id = nil
   count = 0
 end
 count = count + 1
-local escalate = not review_id and count > tonumber(ARGV[1])
-if escalate and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[7]) then
+local escalate = not review_id and count > tonumber(ARGV[10])
+if escalate and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[14]) then
   return {count - 1, 0, 2}
 end
+if escalate and pending_full(KEYS[11], a.now, tonumber(ARGV[9])) then
+  return {count - 1, 0, 3}
+end
+redis.call('INCR', KEYS[2])
+redis.call('EXPIREAT', KEYS[2], ARGV[12])
 if escalate then
-  review_id = insert_review_item(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[2], ARGV[3])
+  review_id = insert_review_item(review_keys(4), a, KEYS[10], KEYS[11], ARGV[6], ARGV[7], ARGV[8])
   redis.call('INCR', KEYS[3])
-  redis.call('EXPIREAT', KEYS[3], ARGV[5])
+  redis.call('EXPIREAT', KEYS[3], ARGV[12])
 end
 redis.call('DEL', KEYS[1])
 if review_id then
@@ -194,48 +247,47 @@ if review_id then
 else
   redis.call('HSET', KEYS[1], 'count', count)
 end
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('INCR', KEYS[2])
-redis.call('EXPIREAT', KEYS[2], ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[11])
 return {count, review_id or 0, 0}
 """
 
 # pending -> approved | rejected in one step: two moderators deciding the same item at once
 # must not both succeed, and the status indexes must follow the item's status exactly. The
-# decided item expires after its retention; first, up to ARGV[6] items whose retention is over
-# leave the indexes.
-# KEYS[1] item hash, KEYS[2] pending index, KEYS[3] approved index, KEYS[4] rejected index,
-# KEYS[5] all index, KEYS[6] expiring zset;
-# ARGV[1] new status, ARGV[2] decided_at, ARGV[3] item id, ARGV[4] unix time the item expires,
-# ARGV[5] now, ARGV[6] prune limit, ARGV[7] account index prefix, ARGV[8] item key prefix.
+# decided item leaves its account's pending set and expires after its retention; then up to the
+# prune limit of items whose time is over leave the indexes.
+# KEYS[1] item hash, KEYS[2..7] the queue's keys; ARGV[1..5] the queue's arguments, ARGV[6] new status,
+# ARGV[7] decided_at, ARGV[8] item id, ARGV[9] unix time the decided item expires.
 # Returns {"ok", the item's fields...}, {"missing"} or {"decided"}.
 DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + """
-prune_expired(KEYS[6], KEYS[5], KEYS[3], KEYS[4], ARGV[7], ARGV[8], ARGV[5], tonumber(ARGV[6]))
+local k, a = review_keys(2), review_args(1)
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
+  prune_expired(k, a)
   return {'missing'}
 end
 if status ~= 'pending' then
   return {'decided'}
 end
 local account = cjson.decode(redis.call('HGET', KEYS[1], 'data'))['account']
-local index = KEYS[3]
-if ARGV[1] == 'rejected' then
-  index = KEYS[4]
+local index = k.approved
+if ARGV[6] == 'rejected' then
+  index = k.rejected
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decided_at', ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[3])
-redis.call('ZADD', index, ARGV[3], ARGV[3])
+redis.call('HSET', KEYS[1], 'status', ARGV[6], 'decided_at', ARGV[7])
+redis.call('ZADD', index, ARGV[8], ARGV[8])
+redis.call('ZADD', k.expiring, ARGV[9], ARGV[8] .. ':' .. account)
+redis.call('ZREM', k.pending, ARGV[8])
+redis.call('ZREM', a.account_pending_prefix .. account, ARGV[8])
 local reply = redis.call('HGETALL', KEYS[1])
 table.insert(reply, 1, 'ok')
-redis.call('EXPIREAT', KEYS[1], ARGV[4])
-redis.call('ZADD', KEYS[6], ARGV[4], ARGV[3] .. ':' .. account)
+redis.call('EXPIREAT', KEYS[1], ARGV[9])
+prune_expired(k, a)
 return reply
 """
 
-# KEYS and ARGV[5..8] as DECIDE_REVIEW_ITEM (KEYS[1..2] unused). Returns how many were pruned.
+# KEYS[1..6] the queue's keys, ARGV[1..5] the queue's arguments. Returns how many were pruned.
 PRUNE_REVIEW_ITEMS = _PRUNE_EXPIRED + """
-return prune_expired(KEYS[6], KEYS[5], KEYS[3], KEYS[4], ARGV[7], ARGV[8], ARGV[5], tonumber(ARGV[6]))
+return prune_expired(review_keys(1), review_args(1))
 """
 
 # A new API key: the record with SET NX, so a (128-bit) id that is already taken is never

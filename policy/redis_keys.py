@@ -17,8 +17,10 @@ Limits: the rate bucket (`ConfigStore.authorize`) and the quota (`policy.limits.
   mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;
                                           expires some days after the month ends
 
-Review queue (`policy.review_queue.ReviewQueue`). Pending items never expire; a decided item
-expires `decided_retention_s` after its decision (EXPIREAT) and then leaves the indexes:
+Review queue (`policy.review_queue.ReviewQueue`). Every item expires: a pending one
+`pending_retention_s` after it was queued, a decided one `decided_retention_s` after its decision (EXPIREAT
+on its hash, moved at the decision); then it leaves every index. An account holds at most
+`pending_per_account` pending items:
   mod:review:next-id              string  counter that hands out review item ids (INCR)
   mod:review:item:{id}            hash    `data`: the item's immutable fields as JSON (account, reason, kind,
                                           reference, image_url, scores, model_version, created_at);
@@ -26,8 +28,11 @@ expires `decided_retention_s` after its decision (EXPIREAT) and then leaves the 
   mod:review:all                  zset    every item id, score = id (newest first = highest score)
   mod:review:status:{status}      zset    ids of the items in that status, score = id
   mod:review:account:{account}    zset    ids of the account's items, score = id
-  mod:review:expiring             zset    `{id}:{account}` of every decided item, score = unix time it expires;
-                                          whatever is due leaves the indexes at the next decision (or prune)
+  mod:review:pending:{account}    zset    ids of the account's pending items, score = unix time it expires;
+                                          its size is what the cap counts
+  mod:review:expiring             zset    `{id}:{account}` of every item, score = unix time it expires;
+                                          whatever is due leaves the indexes at the next creation, decision
+                                          (or prune)
 
 Reports (`ReviewQueue.report`), all expiring:
   mod:reports:ref:{sha256}:{account}      hash    one reference's reports: `count`, and `review` (the id of the
@@ -37,6 +42,10 @@ Reports (`ReviewQueue.report`), all expiring:
   mod:reports:day:{YYYY-MM-DD}:{account}  string  reports the account made that UTC day (capped)
   mod:escalations:day:{YYYY-MM-DD}:{account} string  review items its reports created that UTC day (capped);
                                                   both day counters expire a day after their day ends
+
+Health (`policy.store_health`), expiring:
+  mod:health:probe:{name}         string  the write probe of one ingress replica (a time); expires seconds
+                                          after the last probe
 
 Feedback (`policy.feedback.FeedbackStore`), expiring:
   mod:feedback:{account}          list    score suggestions of `comments:suggestscore`, newest first, as JSON
@@ -127,6 +136,14 @@ def review_by_account(account: str) -> str:
     return f"{REVIEW_ACCOUNT_PREFIX}{account}"
 
 
+# The scripts take a decided or expired item out of its account's pending set from inside Redis, by account.
+REVIEW_PENDING_ACCOUNT_PREFIX = f"{PREFIX}review:pending:"
+
+
+def review_pending_of(account: str) -> str:
+    return f"{REVIEW_PENDING_ACCOUNT_PREFIX}{account}"
+
+
 def review_expiring() -> str:
     return f"{PREFIX}review:expiring"
 
@@ -143,6 +160,10 @@ def reports_on_day(account: str, day: str) -> str:
 
 def escalations_on_day(account: str, day: str) -> str:
     return f"{PREFIX}escalations:day:{day}:{account}"
+
+
+def health_probe(name: str) -> str:
+    return f"{PREFIX}health:probe:{name}"
 
 
 def feedback(account: str) -> str:

@@ -6,8 +6,11 @@ Key schema: `policy.redis_keys`. Scripts: `policy.lua`.
 
 What the store keeps is bounded by `ReviewRules`: a reference's report counter expires after its
 last report, an account's reports and escalations per UTC day are capped (`ReportLimitExceeded`,
-nothing counted), a decided item is removed once its retention is over, and a stored reference
-or image_url is at most `policy.types.MAX_FIELD_CHARS` characters (`InvalidReviewField`).
+nothing counted), an account holds at most `pending_per_account` pending items (`ReviewQueueFull`,
+nothing queued), a pending item is removed once its time is over and a decided one once its
+retention is over, and a stored reference or image_url is at most `policy.types.MAX_FIELD_CHARS`
+characters (`InvalidReviewField`). So one account can fill at most `pending_per_account` items of
+at most ~9 KB each (two 4,096-character fields; docs/operating.md, Store memory).
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ from policy.types import MAX_FIELD_CHARS, ContentKind, ReviewItem, ReviewReason
 DECISIONS = ("approved", "rejected")
 # How many ids `list` reads per round trip while it filters by a second criterion.
 _LIST_PAGE = 200
-# How many expired decided items each decision (or prune) takes out of the indexes. Each decision
-# adds one item to expire later, so pruning several per decision never falls behind.
+# How many expired items each creation, decision (or prune) takes out of the indexes. Each of them
+# adds at most one item to expire later, so pruning several per call never falls behind.
 _PRUNE_PER_CALL = 16
 DAY_S = 24 * 3600
+# Retry-After of `ReviewQueueFull`: room comes back when moderators decide pending items, which no
+# clock predicts; a minute keeps a retrying client cheap without hiding room for long.
+QUEUE_FULL_RETRY_AFTER_S = 60
 
 
 @dataclass(frozen=True)
@@ -45,12 +51,18 @@ class ReviewRules:
     escalations_per_account_per_day: int = 1_000
     # A decided item is kept this long after its decision, then removed.
     decided_retention_s: int = 30 * DAY_S
+    # A pending item nobody decides is removed this long after it was queued.
+    pending_retention_s: int = 30 * DAY_S
+    # Pending items one account may hold, whatever queued them (model flags or reports); the next one is
+    # refused (`ReviewQueueFull`) until moderators decide some or they expire. At ~9 KB for the largest item,
+    # 10,000 is ~90 MB: a fifth of the embedded store's 512 MiB.
+    pending_per_account: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.report_counter_ttl_s < 1 or self.decided_retention_s < 1:
-            raise ValueError("report_counter_ttl_s and decided_retention_s must be at least 1 second")
-        if self.reports_per_account_per_day < 0 or self.escalations_per_account_per_day < 0:
-            raise ValueError("the daily caps must not be negative")
+        if min(self.report_counter_ttl_s, self.decided_retention_s, self.pending_retention_s) < 1:
+            raise ValueError("report_counter_ttl_s, decided_retention_s and pending_retention_s must be at least 1 s")
+        if min(self.reports_per_account_per_day, self.escalations_per_account_per_day, self.pending_per_account) < 0:
+            raise ValueError("the caps must not be negative")
 
 
 class ReviewItemNotFound(LookupError):
@@ -71,6 +83,19 @@ class ReportLimitExceeded(Exception):
         what = "reports" if limit == "reports" else "review items created by reports"
         super().__init__(f"The account's daily limit of {cap} {what} is reached; retry after 00:00 UTC.")
         self.limit, self.cap, self.retry_after_s = limit, cap, retry_after_s
+
+
+class ReviewQueueFull(Exception):
+    """The account already holds its cap of pending review items; nothing was queued.
+
+    `retry_after_s`: when to look again (moderators deciding items makes room; no clock says when).
+    """
+
+    def __init__(self, cap: int):
+        super().__init__(
+            f"The account's review queue holds its limit of {cap} pending items; nothing was queued for review."
+        )
+        self.cap, self.retry_after_s = cap, QUEUE_FULL_RETRY_AFTER_S
 
 
 class InvalidReviewField(ValueError):
@@ -135,14 +160,29 @@ class ReviewQueue:
         self._prune = redis.register_script(lua.PRUNE_REVIEW_ITEMS)
 
     @staticmethod
-    def _index_keys(account: str) -> list[str]:
-        # The order CREATE_REVIEW_ITEM and REPORT expect.
+    def _queue_keys() -> list[str]:
+        # The layout of the scripts' queue keys (policy/lua.py, _REVIEW_LAYOUT).
         return [
             redis_keys.review_next_id(),
             redis_keys.review_all(),
-            redis_keys.review_by_status("pending"),
-            redis_keys.review_by_account(account),
+            *(redis_keys.review_by_status(status) for status in ("pending", *DECISIONS)),
+            redis_keys.review_expiring(),
         ]
+
+    @staticmethod
+    def _queue_args(now: float) -> list:
+        # The layout of the scripts' queue arguments (policy/lua.py, _REVIEW_LAYOUT).
+        return [
+            redis_keys.REVIEW_ITEM_PREFIX, redis_keys.REVIEW_ACCOUNT_PREFIX, redis_keys.REVIEW_PENDING_ACCOUNT_PREFIX,
+            repr(now), _PRUNE_PER_CALL,
+        ]  # fmt: skip
+
+    def _new_item_args(self, account: str, data: _ItemData, now: float) -> tuple[list[str], list]:
+        """KEYS after the queue's and ARGV after the queue's of a script that may create an item."""
+        expire_at = int(now + self.rules.pending_retention_s) + 1
+        keys = [*self._queue_keys(), redis_keys.review_by_account(account), redis_keys.review_pending_of(account)]
+        args = [*self._queue_args(now), account, data.model_dump_json(), expire_at, self.rules.pending_per_account]
+        return keys, args
 
     async def create(
         self,
@@ -154,7 +194,12 @@ class ReviewQueue:
         image_url: str | None,
         scores: dict[str, float],
         model_version: str | None,
+        now: float | None = None,
     ) -> ReviewItem:
+        """A pending item; raises ReviewQueueFull (nothing queued) when the account holds its cap of pending items.
+
+        It expires `rules.pending_retention_s` after `now` unless decided first."""
+        now = time.time() if now is None else now
         data = _ItemData(
             account=account,
             reason=reason,
@@ -163,12 +208,13 @@ class ReviewQueue:
             image_url=_capped("image_url", image_url),
             scores=scores,
             model_version=model_version,
-            created_at=time.time(),
+            created_at=now,
         )
-        item_id = await self._create(
-            keys=self._index_keys(account), args=[redis_keys.REVIEW_ITEM_PREFIX, data.model_dump_json()]
-        )
-        return ReviewItem(id=int(item_id), status="pending", **data.model_dump())
+        keys, args = self._new_item_args(account, data, now)
+        item_id = int(await self._create(keys=keys, args=args))
+        if item_id == 0:
+            raise ReviewQueueFull(self.rules.pending_per_account)
+        return ReviewItem(id=item_id, status="pending", **data.model_dump())
 
     async def get(self, item_id: int, account: str | None = None) -> ReviewItem | None:
         """With `account`, another account's item is None: accounts never see each other's items."""
@@ -210,36 +256,21 @@ class ReviewQueue:
                     found.append(_item(int(item_id), fields))
         return found[:limit]
 
-    @staticmethod
-    def _decision_keys(item_id: int) -> list[str]:
-        # The order DECIDE_REVIEW_ITEM and PRUNE_REVIEW_ITEMS expect.
-        return [
-            redis_keys.review_item(item_id),
-            redis_keys.review_by_status("pending"),
-            redis_keys.review_by_status("approved"),
-            redis_keys.review_by_status("rejected"),
-            redis_keys.review_all(),
-            redis_keys.review_expiring(),
-        ]
-
-    def _prune_args(self, now: float) -> list:
-        return [repr(now), _PRUNE_PER_CALL, redis_keys.REVIEW_ACCOUNT_PREFIX, redis_keys.REVIEW_ITEM_PREFIX]
-
     async def decide(
         self, item_id: int, status: Literal["approved", "rejected"], now: float | None = None
     ) -> ReviewItem:
         """pending -> approved | rejected, once. Raises ReviewItemNotFound or ReviewAlreadyDecided.
 
-        The decided item expires `rules.decided_retention_s` after `now`; the items whose retention
-        is over by `now` leave the indexes first.
+        The decided item expires `rules.decided_retention_s` after `now`; the items whose time is over by
+        `now` leave the indexes first.
         """
         if status not in DECISIONS:
             raise ValueError(f"a decision is one of {DECISIONS}, not {status!r}")
         now = time.time() if now is None else now
         expire_at = int(now + self.rules.decided_retention_s) + 1
         reply = await self._decide(
-            keys=self._decision_keys(item_id),
-            args=[status, repr(now), item_id, expire_at, *self._prune_args(now)],
+            keys=[redis_keys.review_item(item_id), *self._queue_keys()],
+            args=[*self._queue_args(now), status, repr(now), item_id, expire_at],
         )
         outcome = reply[0]
         if outcome == "missing":
@@ -249,9 +280,14 @@ class ReviewQueue:
         return _item(item_id, dict(zip(reply[1::2], reply[2::2])))
 
     async def prune(self, now: float | None = None) -> int:
-        """Takes up to a batch of expired decided items out of the indexes; returns how many."""
+        """Takes up to a batch of expired items (pending or decided) out of the indexes; returns how many."""
         now = time.time() if now is None else now
-        return int(await self._prune(keys=self._decision_keys(0), args=["", "", "", "", *self._prune_args(now)]))
+        return int(await self._prune(keys=self._queue_keys(), args=self._queue_args(now)))
+
+    async def pending_count(self, account: str, now: float | None = None) -> int:
+        """The account's pending items that count against its cap (those whose time is not over)."""
+        now = time.time() if now is None else now
+        return int(await self._redis.zcount(redis_keys.review_pending_of(account), f"({now!r}", "+inf"))
 
     async def report(
         self, *, account: str, reference: str, image_url: str | None, threshold: int, now: float | None = None
@@ -259,7 +295,8 @@ class ReviewQueue:
         """Counts one report; the report that takes the count past `threshold` queues the content, once.
 
         Raises ReportLimitExceeded (nothing counted) when the account's reports, or its escalations,
-        of the UTC day of `now` are at their cap, and InvalidReviewField for an over-long field.
+        of the UTC day of `now` are at their cap, ReviewQueueFull (nothing counted) when the report would
+        queue an item past the account's cap of pending items, and InvalidReviewField for an over-long field.
         """
         now = time.time() if now is None else now
         data = _ItemData(
@@ -271,22 +308,25 @@ class ReviewQueue:
         )
         day, day_counters_expire_at, rest_of_day_s = day_of(now)
         rules = self.rules
+        queue_keys, queue_args = self._new_item_args(account, data, now)
         count, review_id, refused = await self._report(
             keys=[
                 redis_keys.report_counter(account, reference),
                 redis_keys.reports_on_day(account, day),
                 redis_keys.escalations_on_day(account, day),
-                *self._index_keys(account),
+                *queue_keys,
             ],
             args=[
-                threshold, redis_keys.REVIEW_ITEM_PREFIX, data.model_dump_json(), rules.report_counter_ttl_s,
-                day_counters_expire_at, rules.reports_per_account_per_day, rules.escalations_per_account_per_day,
+                *queue_args, threshold, rules.report_counter_ttl_s, day_counters_expire_at,
+                rules.reports_per_account_per_day, rules.escalations_per_account_per_day,
             ],
         )  # fmt: skip
         if int(refused) == 1:
             raise ReportLimitExceeded("reports", rules.reports_per_account_per_day, rest_of_day_s)
         if int(refused) == 2:
             raise ReportLimitExceeded("escalations", rules.escalations_per_account_per_day, rest_of_day_s)
+        if int(refused) == 3:
+            raise ReviewQueueFull(rules.pending_per_account)
         escalated = int(review_id) != 0
         return CountedReport(
             reference=reference,

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from policy.audit import AuditRules
 from policy.review_queue import DAY_S, ReviewRules
 from serve_app.deadlines import TimeLimits
+from serve_app.health import MIB, HealthRules
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # A guessable admin token would make the admin API's throttle the only defence.
@@ -64,6 +65,13 @@ class Settings(BaseSettings):
     # The store (policy/review_queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
     store_maxmemory_mb: int = Field(default=512, ge=16)
+    # The memory watch (docs/operating.md, Store memory): past this share of store_maxmemory_mb the ingress logs a
+    # warning and sets the metric moderation_store_memory_alert to 1. With REDIS_URL, set store_maxmemory_mb to
+    # that server's maxmemory for the watch to mean anything.
+    store_memory_alert_ratio: float = Field(default=HealthRules.memory_alert_ratio, gt=0, le=1)
+    # Seconds between two health checks of each ingress replica (store write probe, used memory, model versions);
+    # /healthz answers the latest, so it may be this stale.
+    health_interval_s: float = Field(default=HealthRules.interval_s, gt=0, le=60)
     # A reference's report counter is forgotten this many days after its last report.
     report_counter_days: float = Field(default=30, gt=0)
     # Reports one account may make per UTC day, and review items its reports may create per UTC day;
@@ -72,6 +80,11 @@ class Settings(BaseSettings):
     escalations_per_day: int = Field(default=1_000, ge=0)
     # A decided review item is kept this many days after its decision, then removed.
     review_retention_days: float = Field(default=30, gt=0)
+    # A pending review item nobody decides is removed this many days after it was queued.
+    review_pending_days: float = Field(default=30, gt=0)
+    # Pending review items one account may hold (model flags and reports alike); past it a `review` decision is
+    # answered 429 review_queue_full with its result and queues nothing (docs/api.md, Errors).
+    review_pending_per_account: int = Field(default=ReviewRules.pending_per_account, ge=0)
 
     def time_limits(self) -> TimeLimits:
         """The four time bounds above, as the ingress takes them."""
@@ -88,6 +101,14 @@ class Settings(BaseSettings):
             retention_s=max(1, round(self.admin_audit_retention_days * DAY_S)),
         )
 
+    def health_rules(self) -> HealthRules:
+        """The health check's interval and the store memory watch above, as the ingress takes them."""
+        return HealthRules(
+            interval_s=self.health_interval_s,
+            memory_limit_bytes=self.store_maxmemory_mb * MIB,
+            memory_alert_ratio=self.store_memory_alert_ratio,
+        )
+
     def review_rules(self) -> ReviewRules:
         """The retention and caps above, as the review queue takes them."""
         return ReviewRules(
@@ -95,6 +116,8 @@ class Settings(BaseSettings):
             reports_per_account_per_day=self.reports_per_day,
             escalations_per_account_per_day=self.escalations_per_day,
             decided_retention_s=max(1, round(self.review_retention_days * DAY_S)),
+            pending_retention_s=max(1, round(self.review_pending_days * DAY_S)),
+            pending_per_account=self.review_pending_per_account,
         )
 
 

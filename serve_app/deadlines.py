@@ -74,6 +74,54 @@ class InFlight:
             self._counts.pop(account, None)
 
 
+class _BoundedBody:
+    """One request's body as the app reads it: every read timed (idle and total), a slot of the account's bodies in
+    progress taken while a read waits past the grace, given back once the body is in."""
+
+    def __init__(self, scope: Scope, receive: Receive, limits: TimeLimits, receiving: InFlight):
+        self.scope, self._receive, self.limits, self.receiving = scope, receive, limits, receiving
+        self.deadline = time.monotonic() + limits.body_timeout_s
+        self.done = False
+        self.holder: str | None = None  # the account holding a slot; "" once given back
+
+    async def receive(self) -> Message:
+        if self.done:
+            return await self._receive()  # after the body: disconnect listening, never timed
+        wait_s = min(self.limits.body_idle_timeout_s, self.deadline - time.monotonic())
+        arrival = asyncio.ensure_future(self._receive())
+        try:
+            # A chunk that is there at once takes no slot: only a body that keeps its request waiting does.
+            grace_s = max(0.0, min(BODY_SLOT_GRACE_S, wait_s))
+            done, _ = await asyncio.wait({arrival}, timeout=grace_s)
+            if not done:
+                self._take_slot()
+                done, _ = await asyncio.wait({arrival}, timeout=max(0.0, wait_s - grace_s))
+            if not done:
+                self.done = True
+                raise RequestTimeout()
+            message = arrival.result()
+        finally:
+            if not arrival.done():
+                arrival.cancel()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.done = True
+            self.give_back_slot()
+        return message
+
+    def _take_slot(self) -> None:
+        account = self.scope.get("state", {}).get("account")
+        if self.holder is None and account:
+            if not self.receiving.try_take(account):
+                self.done = True
+                raise TooManyInFlight()
+            self.holder = account
+
+    def give_back_slot(self) -> None:
+        if self.holder:
+            self.receiving.give_back(self.holder)
+            self.holder = ""  # given back; never taken again for this request
+
+
 class DeadlineMiddleware:
     def __init__(self, app: ASGIApp, limits: TimeLimits = TimeLimits()):
         self.app = app
@@ -86,50 +134,8 @@ class DeadlineMiddleware:
             return
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in IGNORED_HEADERS]
         limits = self.limits
-        body_deadline = time.monotonic() + limits.body_timeout_s
-        body_done = False
-        holder: str | None = None
+        body = _BoundedBody(scope, receive, limits, self.receiving)
         started = False
-
-        async def bounded_receive() -> Message:
-            nonlocal body_done
-            if body_done:
-                return await receive()  # after the body: disconnect listening, never timed
-            wait_s = min(limits.body_idle_timeout_s, body_deadline - time.monotonic())
-            arrival = asyncio.ensure_future(receive())
-            try:
-                # A chunk that is there at once takes no slot: only a body that keeps its request waiting does.
-                grace_s = max(0.0, min(BODY_SLOT_GRACE_S, wait_s))
-                done, _ = await asyncio.wait({arrival}, timeout=grace_s)
-                if not done:
-                    take_body_slot()
-                    done, _ = await asyncio.wait({arrival}, timeout=max(0.0, wait_s - grace_s))
-                if not done:
-                    body_done = True
-                    raise RequestTimeout()
-                message = arrival.result()
-            finally:
-                if not arrival.done():
-                    arrival.cancel()
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                body_done = True
-                give_back_body_slot()
-            return message
-
-        def take_body_slot() -> None:
-            nonlocal body_done, holder
-            account = scope.get("state", {}).get("account")
-            if holder is None and account:
-                if not self.receiving.try_take(account):
-                    body_done = True
-                    raise TooManyInFlight()
-                holder = account
-
-        def give_back_body_slot() -> None:
-            nonlocal holder
-            if holder:
-                self.receiving.give_back(holder)
-                holder = ""  # given back; never taken again for this request
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
@@ -140,7 +146,7 @@ class DeadlineMiddleware:
         deadline = asyncio.timeout(limits.request_timeout_s)
         try:
             async with deadline:
-                await self.app(scope, bounded_receive, tracking_send)
+                await self.app(scope, body.receive, tracking_send)
         except TimeoutError:
             if not deadline.expired() or started:
                 raise
@@ -150,4 +156,4 @@ class DeadlineMiddleware:
             )
             await response(scope, receive, tracking_send)
         finally:
-            give_back_body_slot()
+            body.give_back_slot()

@@ -26,10 +26,12 @@ from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.decode_pool import DecodeBusy
 from moderation import errors as flow
 from policy.review_queue import (
+    QUEUE_FULL_RETRY_AFTER_S,
     InvalidReviewField,
     ReportLimitExceeded,
     ReviewAlreadyDecided,
     ReviewItemNotFound,
+    ReviewQueueFull,
 )
 
 log = logging.getLogger("moderation.errors")
@@ -37,9 +39,14 @@ T = TypeVar("T")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, retry_after_s: float | None = None):
+    """`extra`: fields of the native body beside `error` (a 429 `review_queue_full` carries its `result`)."""
+
+    def __init__(
+        self, status: int, code: str, message: str, retry_after_s: float | None = None, extra: dict | None = None
+    ):
         super().__init__(message)
         self.status, self.code, self.message, self.retry_after_s = status, code, message, retry_after_s
+        self.extra = extra or {}
 
     def headers(self) -> dict[str, str]:
         if self.retry_after_s is None:
@@ -60,9 +67,11 @@ class ErrorKind:
     message: str = "The request was refused."
     retry_after_s: float | None = None
 
-    def __call__(self, message: str | None = None, *, retry_after_s: float | None = None) -> ApiError:
+    def __call__(
+        self, message: str | None = None, *, retry_after_s: float | None = None, extra: dict | None = None
+    ) -> ApiError:
         retry_after_s = self.retry_after_s if retry_after_s is None else retry_after_s
-        return ApiError(self.status, self.code, message or self.message, retry_after_s)
+        return ApiError(self.status, self.code, message or self.message, retry_after_s, extra)
 
 
 # The errors only HTTP can see, named as the routes raise them.
@@ -77,6 +86,12 @@ NotFound = ErrorKind(404, "not_found", "Not found.")
 NoSuchReviewItem = ErrorKind(404, "not_found", "No such review item.")
 MethodNotAllowed = ErrorKind(405, "method_not_allowed", "Method not allowed.")
 RequestTimeout = ErrorKind(408, "request_timeout", "The request body did not arrive in time.")
+# The account holds its cap of pending review items (policy.review_queue.ReviewQueueFull): a report is refused whole;
+# a moderation answers its result beside the error, since the content was scored and decided, only not queued.
+QueueFull = ErrorKind(
+    429, "review_queue_full", "The account's review queue is full; nothing was queued for review.",
+    retry_after_s=QUEUE_FULL_RETRY_AFTER_S,
+)  # fmt: skip
 RateLimited = ErrorKind(429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After.")
 InternalError = ErrorKind(500, "internal_error", "Internal error.")
 Overloaded = ErrorKind(
@@ -104,6 +119,7 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     flow.TextTooLong: ErrorKind(413, "text_too_long"),
     flow.TooManyInFlight: ErrorKind(429, "too_many_requests_in_flight", retry_after_s=1),
     ReportLimitExceeded: ErrorKind(429, "report_limit_exceeded"),  # Retry-After: the time until the next UTC day
+    ReviewQueueFull: QueueFull,
     flow.Overloaded: Overloaded,
     flow.ModelUnavailable: ErrorKind(503, "inference_unavailable", retry_after_s=5),
     DecodeBusy: Overloaded,
@@ -162,7 +178,7 @@ ENVELOPES = {"/v1/moderations": _openai_envelope, "/v1alpha1/": _google_envelope
 def error_response(error: ApiError, path: str = "") -> JSONResponse:
     envelope = next((make for prefix, make in ENVELOPES.items() if path.startswith(prefix)), None)
     return JSONResponse(
-        envelope(error) if envelope else {"error": {"code": error.code, "message": error.message}},
+        envelope(error) if envelope else {"error": {"code": error.code, "message": error.message}, **error.extra},
         status_code=error.status,
         headers=error.headers(),
     )

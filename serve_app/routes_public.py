@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
+from typing import TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
@@ -24,20 +24,24 @@ from serve_app.schemas import (
     OK_HEADERS,
     REPORT_BODY,
     Health,
+    ImageQueueFullBody,
     ImageRawScores,
     ImageResult,
     ReportResult,
     ReviewItemView,
     TextBatchResult,
     TextModerationRequest,
+    TextQueueFullBody,
     TextRawScores,
     TextResult,
     checked_image_url,
     error_responses,
     review_id,
+    with_queue_full,
 )
 
 router = APIRouter()
+R = TypeVar("R", ImageResult, TextResult, TextBatchResult)
 
 IMAGE_FIELDS = frozenset({"image", "file"})
 THRESHOLD_QUERY = Query(
@@ -55,7 +59,7 @@ NSFW, TOXIC = PRIMARY_CATEGORIES["image"], PRIMARY_CATEGORIES["text"]
 
 @router.post(
     "/v1/moderate", response_model=ImageResult, response_model_exclude_none=True, openapi_extra=MODERATE_IMAGE_BODY,
-    responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)},
+    responses={**OK_HEADERS, **with_queue_full(error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413), ImageQueueFullBody)},
 )
 async def moderate_image(
     request: Request,
@@ -86,12 +90,13 @@ async def moderate_image(
         format=image.format, width=image.width, height=image.height,
         scores=image.categories, decision=outcome.decision.decision,
     )  # fmt: skip
-    return ImageResult(scores=ImageRawScores(nsfw=image.categories[NSFW], safe=image.safe), **_result_fields(outcome))
+    result = ImageResult(scores=ImageRawScores(nsfw=image.categories[NSFW], safe=image.safe), **_result_fields(outcome))
+    return _unless_unqueued(result, [outcome])
 
 
 @router.post(
     "/v1/moderate-text", response_model=TextResult | TextBatchResult, response_model_exclude_none=True, openapi_extra=MODERATE_TEXT_BODY,
-    responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)},
+    responses={**OK_HEADERS, **with_queue_full(error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413), TextQueueFullBody)},
 )
 async def moderate_text(
     request: Request,
@@ -112,9 +117,9 @@ async def moderate_text(
     results = [TextResult(scores=_text_raw_scores(o), **_result_fields(o)) for o in outcomes]
     if batch:
         request.state.log_fields.update(items=len(outcomes), decisions=[o.decision.decision for o in outcomes])
-        return TextBatchResult(results=results)
+        return _unless_unqueued(TextBatchResult(results=results), outcomes)
     request.state.log_fields.update(scores=outcomes[0].scored.categories, decision=outcomes[0].decision.decision)
-    return results[0]
+    return _unless_unqueued(results[0], outcomes)
 
 
 @router.post(
@@ -153,13 +158,27 @@ async def review_status(
 
 @router.get("/healthz", response_model=Health, responses={**OK_HEADERS, **error_responses(503)})
 async def healthz(request: Request) -> Health:
-    svc = services(request)
-    await svc.config.get_plan("default")  # raises when the store is down: a 503 store_unavailable
-    try:
-        versions = await asyncio.wait_for(svc.backends.model_versions(), timeout=5)
-    except Exception:
-        raise ModelUnavailable("The models are not ready yet.") from None
-    return Health(status="ok", models=versions)
+    """From the ingress's health snapshot (serve_app/health.py), refreshed in the background: a call costs no
+    deployment call and no store round trip, however many arrive."""
+    snapshot = await services(request).health.current()
+    if snapshot.store_error is not None:
+        raise errors.StoreUnavailable("The store refuses writes (full, read-only or unreachable).")
+    if snapshot.models is None:
+        raise ModelUnavailable("The models are not ready yet.")
+    return Health(status="ok", models=snapshot.models)
+
+
+def _unless_unqueued(result: R, outcomes: list[Moderated]) -> R:
+    """The result, unless a `review` decision of it could not be queued (the account holds its cap of pending
+    items, moderation/flow.py `_queued_review`): then 429 `review_queue_full` with the result beside the error, so
+    the client has its scores and decisions (the unit is charged) and knows no moderator will see the content."""
+    if any(o.decision.decision == "review" and o.review_id is None for o in outcomes):
+        raise errors.QueueFull(
+            "The account's review queue holds its limit of pending items: a review decision was not queued (no "
+            "review_id). The result is in 'result'; do not resend the content, queue it for review yourself.",
+            extra={"result": result.model_dump(mode="json", exclude_none=True)},
+        )
+    return result
 
 
 def _result_fields(outcome: Moderated) -> dict:

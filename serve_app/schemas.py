@@ -180,7 +180,8 @@ _ERROR_WHEN = {
     404: "`not_found`: no such item for this account.",
     408: "`request_timeout`: the request body stalled or was too slow.",
     413: "`image_too_large` or `text_too_long`: over the plan's limit.",
-    429: "`rate_limited`, `too_many_requests_in_flight` or `report_limit_exceeded`; see Retry-After.",
+    429: "`rate_limited`, `too_many_requests_in_flight`, `report_limit_exceeded` or `review_queue_full`; see "
+         "Retry-After.",
     503: "`store_unavailable`, `inference_unavailable` or `overloaded`; nothing was decided; see Retry-After.",
 }
 
@@ -194,6 +195,33 @@ def error_responses(*statuses: int, body: type[BaseModel] = ErrorBody) -> dict[i
             headers.update(_RETRY_AFTER_HEADER)
         out[status] = {"model": body, "description": _ERROR_WHEN[status], "headers": headers}
     return out
+
+
+class ImageQueueFullBody(ErrorBody):
+    """A 429 of POST /v1/moderate. With `review_queue_full`, `result` is the answer a 200 would have carried."""
+
+    result: ImageResult | None = Field(
+        default=None,
+        description="Only with `review_queue_full`: the content was scored and decided `review`, but the account "
+                    "holds its cap of pending review items, so no item was queued (no `review_id`). "
+                    "The unit is charged.",
+    )
+
+
+class TextQueueFullBody(ErrorBody):
+    """A 429 of POST /v1/moderate-text. With `review_queue_full`, `result` is the answer a 200 would have carried."""
+
+    result: TextResult | TextBatchResult | None = Field(
+        default=None,
+        description="Only with `review_queue_full`: every text scored and decided; a text decided `review` without "
+                    "`review_id` was not queued (the account holds its cap of pending review items). "
+                    "Units are charged.",
+    )
+
+
+def with_queue_full(responses: dict[int | str, dict], body: type[ErrorBody]) -> dict[int | str, dict]:
+    """`responses` whose 429 is documented with `body` (the error, and the result of a `review_queue_full`)."""
+    return {**responses, 429: {**responses[429], "model": body}}
 
 
 # Every response carries X-Request-ID (also the 200s).

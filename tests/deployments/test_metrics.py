@@ -23,6 +23,9 @@ class _Recorded:
     def observe(self, value, tags=None):
         self.seen[tuple(sorted(tags.items()))] += 1
 
+    def set(self, value, tags=None):  # a gauge: the last value
+        self.seen[tuple(sorted((tags or {}).items()))] = value
+
 
 @pytest.fixture
 def recorded(monkeypatch):
@@ -95,3 +98,13 @@ def test_the_policy_records_each_enabled_categorys_own_verdict():
     scores = {"nsfw": 0.9, "weapon": 0.6, "violence": 0.99}
     assert _verdicts(scores, profile, "image", None) == {"nsfw": "block", "weapon": "review"}
     assert _verdicts(scores, profile, "image", 0.95) == {"nsfw": "allow", "weapon": "allow"}
+
+
+def test_the_store_memory_watch_is_three_gauges(recorded):
+    from serve_app.health import StoreMemory
+
+    metrics.record_store_memory(StoreMemory(used_bytes=900, limit_bytes=1000, alert_ratio=0.8))
+    assert (recorded.store_used_memory.seen[()], recorded.store_memory_limit.seen[()]) == (900, 1000)
+    assert recorded.store_memory_alert.seen[()] == 1
+    metrics.record_store_memory(StoreMemory(used_bytes=700, limit_bytes=1000, alert_ratio=0.8))
+    assert recorded.store_memory_alert.seen[()] == 0

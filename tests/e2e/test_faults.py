@@ -119,7 +119,10 @@ def test_the_store_sigkilled_under_load_is_restarted_by_the_supervisor_and_nothi
     _until_ok(lambda: admin_client.get("/admin/v1/audit"), "the admin API")
     audit = admin_client.get("/admin/v1/audit", params={"limit": 1000}).json()
     assert any(e["action"] == "POST /admin/v1/keys" and e["status"] == 201 for e in audit["entries"])
-    assert client.get("/healthz").status_code == 200
+    deadline = time.monotonic() + RECOVERY_BOUND_S  # /healthz answers a snapshot refreshed every 2 s
+    while client.get("/healthz").status_code != 200:
+        assert time.monotonic() < deadline, "/healthz not 200 again after the store came back"
+        time.sleep(0.25)
 
 
 def _text_model_replicas() -> list[dict]:

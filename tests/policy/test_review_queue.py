@@ -14,6 +14,7 @@ from policy.review_queue import (
     ReviewAlreadyDecided,
     ReviewItemNotFound,
     ReviewQueue,
+    ReviewQueueFull,
     ReviewRules,
     day_of,
 )
@@ -240,8 +241,7 @@ async def test_a_decided_item_expires_after_its_retention(redis_client):
     decided = await queue.decide(item.id, "approved")
     assert decided.status == "approved"
     assert 7 * DAY - 10 <= await redis_client.ttl(redis_keys.review_item(item.id)) <= 7 * DAY + 1
-    pending = await _flagged(queue)
-    assert await redis_client.ttl(redis_keys.review_item(pending.id)) == -1  # pending items stay
+
 
 
 async def test_an_expired_item_leaves_every_index(redis_client):
@@ -257,6 +257,106 @@ async def test_an_expired_item_leaves_every_index(redis_client):
         assert await redis_client.zscore(index, old.id) is None
         assert await redis_client.zscore(index, kept.id) is not None
     assert await redis_client.zrange(redis_keys.review_expiring(), 0, -1) == [f"{kept.id}:acme"]
+
+
+# Pending items: a time to live, and a cap per account (SECURITY.md: the review queue cannot fill the store).
+
+
+async def test_a_pending_item_expires_after_its_pending_retention_and_a_decision_moves_it(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_retention_s=3 * DAY, decided_retention_s=7 * DAY))
+    item = await _flagged(queue)
+    assert 3 * DAY - 10 <= await redis_client.ttl(redis_keys.review_item(item.id)) <= 3 * DAY + 1
+    await queue.decide(item.id, "approved")
+    assert 7 * DAY - 10 <= await redis_client.ttl(redis_keys.review_item(item.id)) <= 7 * DAY + 1
+    assert await redis_client.zcard(redis_keys.review_pending_of("acme")) == 0
+
+
+async def test_the_default_pending_retention_is_30_days_and_the_cap_10000():
+    rules = ReviewRules()
+    assert (rules.pending_retention_s, rules.pending_per_account) == (30 * DAY, 10_000)
+
+
+async def test_an_expired_pending_item_leaves_every_index_at_the_next_creation(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_retention_s=DAY))
+    old = await queue.create(account="acme", reason="model_flagged", kind="text", reference="r", image_url=None,
+                             scores={}, model_version=None, now=time.time() - DAY - 60)  # fmt: skip
+    assert await queue.get(old.id) is None  # its hash is gone with its time
+    new = await _flagged(queue, account="other")  # prunes what is due
+    for index in (
+        redis_keys.review_all(), redis_keys.review_by_status("pending"), redis_keys.review_by_account("acme"),
+        redis_keys.review_pending_of("acme"),
+    ):  # fmt: skip
+        assert await redis_client.zscore(index, old.id) is None, index
+    assert await redis_client.zrange(redis_keys.review_expiring(), 0, -1) == [f"{new.id}:other"]
+    assert [i.id for i in await queue.list()] == [new.id]
+
+
+async def test_an_account_at_its_pending_cap_queues_nothing_and_other_accounts_still_do(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_per_account=3))
+    for _ in range(3):
+        await _flagged(queue)
+    with pytest.raises(ReviewQueueFull) as full:
+        await _flagged(queue)
+    assert full.value.cap == 3 and full.value.retry_after_s >= 1
+    assert await queue.pending_count("acme") == 3 and len(await queue.list(account="acme")) == 3
+    assert await redis_client.get(redis_keys.review_next_id()) == "3"  # no id handed out for nothing
+    assert (await _flagged(queue, account="other")).status == "pending"
+
+
+async def test_deciding_or_expiring_a_pending_item_makes_room_under_the_cap(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_per_account=2, pending_retention_s=DAY))
+    first = await _flagged(queue)
+    await queue.create(account="acme", reason="model_flagged", kind="text", reference=None, image_url=None,
+                       scores={}, model_version=None, now=time.time() - DAY - 60)  # already expired  # fmt: skip
+    second = await _flagged(queue)  # the expired one does not count
+    with pytest.raises(ReviewQueueFull):
+        await _flagged(queue)
+    await queue.decide(first.id, "rejected")  # decided items do not count either
+    assert (await _flagged(queue)).id > second.id
+
+
+async def test_racing_creations_never_pass_the_pending_cap(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_per_account=5))
+    outcomes = await asyncio.gather(*(_flagged(queue) for _ in range(30)), return_exceptions=True)
+    assert sum(not isinstance(o, Exception) for o in outcomes) == 5
+    assert all(isinstance(o, ReviewQueueFull) for o in outcomes if isinstance(o, Exception))
+    assert await queue.pending_count("acme") == 5
+
+
+async def test_a_report_that_would_pass_the_pending_cap_is_refused_and_counts_nothing(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_per_account=1))
+    await _flagged(queue)
+    with pytest.raises(ReviewQueueFull):
+        await queue.report(account="acme", reference="post-1", image_url=None, threshold=0)
+    assert await redis_client.exists(redis_keys.report_counter("acme", "post-1")) == 0  # nothing counted
+    # A report that escalates nothing is still counted; reports of another account still escalate.
+    assert (await queue.report(account="acme", reference="post-2", image_url=None, threshold=5)).reports == 1
+    assert (await queue.report(account="other", reference="post-1", image_url=None, threshold=0)).escalated
+
+
+async def test_items_queued_by_reports_expire_and_count_against_the_cap(redis_client):
+    queue = ReviewQueue(redis_client, ReviewRules(pending_per_account=1, pending_retention_s=2 * DAY))
+    escalated = await queue.report(account="acme", reference="post-1", image_url=None, threshold=0)
+    assert 2 * DAY - 10 <= await redis_client.ttl(redis_keys.review_item(escalated.review_id)) <= 2 * DAY + 1
+    with pytest.raises(ReviewQueueFull):
+        await _flagged(queue)
+
+
+async def test_every_key_the_queue_writes_expires_or_is_bounded_by_items_that_do(redis_client):
+    """The store cannot grow without end: each key has a TTL, or is an index whose members are items that have one."""
+    queue = ReviewQueue(redis_client)
+    item = await _flagged(queue)
+    await queue.report(account="acme", reference="post-1", image_url=None, threshold=0)
+    await queue.decide(item.id, "approved")
+    indexes = {redis_keys.review_next_id(), redis_keys.review_all(), redis_keys.review_expiring(),
+               redis_keys.review_by_account("acme"), redis_keys.review_pending_of("acme"),
+               *(redis_keys.review_by_status(s) for s in ("pending", "approved", "rejected"))}  # fmt: skip
+    keys = [key async for key in redis_client.scan_iter("mod:*")]
+    assert [key for key in keys if key not in indexes and await redis_client.ttl(key) < 0] == []
+    expiring = await redis_client.zrange(redis_keys.review_expiring(), 0, -1)
+    assert sorted(int(member.split(":")[0]) for member in expiring) == sorted(
+        int(i) for i in await redis_client.zrange(redis_keys.review_all(), 0, -1)
+    )
 
 
 async def test_prune_takes_expired_items_of_accounts_with_colons_out_of_their_index(redis_client):
@@ -296,3 +396,39 @@ def test_review_rules_refuse_nonsense():
         ReviewRules(decided_retention_s=0)
     with pytest.raises(ValueError):
         ReviewRules(reports_per_account_per_day=-1)
+    with pytest.raises(ValueError):
+        ReviewRules(pending_retention_s=0)
+    with pytest.raises(ValueError):
+        ReviewRules(pending_per_account=-1)
+
+
+async def test_a_full_store_refuses_each_review_script_whole(tmp_path):
+    """A script's first write must be one a full store refuses: once a script has written (even a ZREM), Redis lets
+    its later writes through past maxmemory. So creating, reporting and deciding are refused whole, never half."""
+    import redis.asyncio
+    from redis.exceptions import OutOfMemoryError
+
+    from runtime.embedded_store import EmbeddedStore
+
+    with EmbeddedStore(tmp_path / "store", maxmemory_mb=2) as server:
+        client = redis.asyncio.Redis.from_url(server.url, decode_responses=True)
+        queue = ReviewQueue(client)
+        try:
+            # An item due in 3 s: then deciding has something to prune, as the old scripts did first.
+            await _flagged(ReviewQueue(client, ReviewRules(pending_retention_s=2)))
+            with pytest.raises(OutOfMemoryError):
+                for _ in range(2000):
+                    await queue.create(account="acme", reason="model_flagged", kind="text", reference="r" * 4096,
+                                       image_url=None, scores={}, model_version=None)  # fmt: skip
+            pending = (await client.zrevrange(redis_keys.review_by_status("pending"), 0, 0))[0]
+            await asyncio.sleep(3.5)
+            assert await client.zcount(redis_keys.review_expiring(), "-inf", time.time()) == 1
+            with pytest.raises(OutOfMemoryError):
+                await queue.report(account="acme", reference="post-1", image_url=None, threshold=5)
+            with pytest.raises(OutOfMemoryError):
+                await queue.decide(int(pending), "rejected")
+            assert await client.exists(redis_keys.report_counter("acme", "post-1")) == 0
+            assert (await queue.get(int(pending))).status == "pending"
+            assert await client.zcount(redis_keys.review_expiring(), "-inf", time.time()) == 1  # nothing half done
+        finally:
+            await client.aclose()

@@ -17,6 +17,7 @@ from policy.review_queue import (
     ReportLimitExceeded,
     ReviewAlreadyDecided,
     ReviewItemNotFound,
+    ReviewQueueFull,
 )
 from serve_app import errors
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
@@ -37,6 +38,7 @@ CASES = [
     (flow.TextTooLong(), 413, "text_too_long"),
     (ReportLimitExceeded("reports", 10_000, 3600), 429, "report_limit_exceeded"),
     (flow.TooManyInFlight(), 429, "too_many_requests_in_flight"),
+    (ReviewQueueFull(10_000), 429, "review_queue_full"),
     (flow.ModelUnavailable(), 503, "inference_unavailable"),
     (flow.Overloaded(), 503, "overloaded"),
     (DecodeBusy("all decode workers busy"), 503, "overloaded"),

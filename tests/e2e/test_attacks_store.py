@@ -1,0 +1,154 @@
+"""Attacks on the store and on /healthz, against the real graph (issue 17; SECURITY.md lists each).
+
+- Unauthenticated fan-out: /healthz needs no key. Hundreds of calls at once cost no model call (each ingress
+  replica checks the deployments every 2 s whatever the rate; Serve's own request counter of the model
+  deployments shows it), and another account's text is answered within 5 s meanwhile.
+- A full store: /healthz said 200 while every write failed. It says 503 `store_unavailable` within a few health
+  intervals of the store refusing writes, and 200 again within 30 s of room coming back.
+- The review queue fills the store: an account at its cap of pending review items (10,000 by default) gets its
+  flagged results with 429 `review_queue_full` and nothing queued, while another account still queues items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import redis
+import redis.asyncio
+
+from e2e.test_metrics import find, metrics_url, samples
+
+from policy import redis_keys
+from policy.review_queue import ReviewQueue, ReviewRules
+
+OTHER_BOUND_S = 5  # another account is answered within this, during and after each attack
+HEALTHY_BOUND_S = 30  # healthy again within this after an attack ends
+HEALTH_CALLS = 400
+# Review everything: every text scores at least 0 (review) and below 1 (block), so every text is decided `review`.
+REVIEW_ALL = {
+    "mode": "review", "report_threshold": 3,
+    "categories": {"nsfw": {"review": 0.0, "block": 1.0}, "toxic": {"review": 0.0, "block": 1.0}},
+}  # fmt: skip
+
+
+def _timed_text(base_url: str, key: dict, text: str = "a friendly hello") -> tuple[int, float]:
+    started = time.monotonic()
+    response = httpx.post(f"{base_url}/v1/moderate-text", headers=key, json={"text": text}, timeout=60)
+    return response.status_code, time.monotonic() - started
+
+
+def _model_requests() -> float:
+    """Requests Serve counted on the model and policy deployments so far (its built-in counter, all replicas)."""
+    found = samples(httpx.get(metrics_url(), timeout=10).text)
+    return sum(
+        value
+        for deployment in ("TextModel", "ImageModel", "Policy")
+        for _, value in find(found, "ray_serve_deployment_request_counter_total", deployment=deployment)
+    )
+
+
+def _settled_model_requests(wait_s: float = 12) -> float:
+    """The counter once Ray's agents have reported what happened so far (they report every few seconds)."""
+    time.sleep(wait_s)
+    return _model_requests()
+
+
+def test_many_healthz_calls_cost_no_model_call_and_others_are_served(serve_graph, client, new_key):
+    base_url = serve_graph["base_url"]
+    other = new_key(account="healthz-other")
+    baseline = _timed_text(base_url, other)
+    assert baseline[0] == 200
+    before, started = _settled_model_requests(), time.monotonic()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        flood = [pool.submit(httpx.get, f"{base_url}/healthz", timeout=30) for _ in range(HEALTH_CALLS)]
+        status, waited = _timed_text(base_url, other)  # during the flood
+        statuses = [future.result().status_code for future in flood]
+    elapsed = time.monotonic() - started
+    after = _settled_model_requests()
+    print(f"\n{HEALTH_CALLS} /healthz calls in {elapsed:.1f} s; another account's text: {status} in {waited:.2f} s "
+          f"(before the flood: {baseline[1]:.2f} s); "
+          f"model and policy requests meanwhile: {after - before:.0f}")  # fmt: skip
+    assert statuses == [200] * HEALTH_CALLS
+    assert status == 200 and waited < OTHER_BOUND_S
+    # The health loop's own checks (3 deployment calls every 2 s) and the one text (a model and a policy call):
+    # a few dozen at most over the run, never one per /healthz call.
+    assert before < after < HEALTH_CALLS / 4  # the counter is live (the loop's checks), and small
+    assert _timed_text(base_url, other)[1] < OTHER_BOUND_S  # after
+
+
+def _until(check, bound_s: float, what: str):
+    deadline = time.monotonic() + bound_s
+    while True:
+        answer = check()
+        if answer:
+            return answer
+        assert time.monotonic() < deadline, f"{what} not within {bound_s} s"
+        time.sleep(0.25)
+
+
+def test_healthz_says_503_while_the_store_refuses_writes_and_200_again_after(serve_graph, client):
+    store = serve_graph["store"]
+    with redis.Redis.from_url(store.admin_url) as owner:
+        limit = owner.config_get("maxmemory")["maxmemory"]
+        owner.config_set("maxmemory", owner.info("memory")["used_memory"] // 2)  # full: every write refused
+        filled = time.monotonic()
+        try:
+            response = _until(lambda: (r := client.get("/healthz")).status_code == 503 and r, 15, "503 when full")
+            print(f"\n/healthz 503 {time.monotonic() - filled:.1f} s after the store filled")
+            assert response.json()["error"]["code"] == "store_unavailable"
+            assert int(response.headers["Retry-After"]) >= 1
+        finally:
+            owner.config_set("maxmemory", limit)  # room again
+    _until(lambda: client.get("/healthz").status_code == 200, HEALTHY_BOUND_S, "healthy after room came back")
+
+
+def _fill_pending(redis_url: str, account: str, count: int) -> None:
+    """`count` real pending items of `account`, queued through the review queue itself (as model flags would)."""
+
+    async def fill() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        queue = ReviewQueue(client, ReviewRules())
+        try:
+            for start in range(0, count, 50):
+                await asyncio.gather(*(
+                    queue.create(account=account, reason="model_flagged", kind="text", reference=f"post-{i}",
+                                 image_url=None, scores={"toxic": 0.6}, model_version="e2e")
+                    for i in range(start, min(count, start + 50))
+                ))  # fmt: skip
+        finally:
+            await client.aclose()
+
+    asyncio.run(fill())
+
+
+def test_an_account_at_its_pending_cap_gets_its_results_with_429_while_another_still_queues(
+    serve_graph, client, admin_client, new_key
+):
+    assert admin_client.put("/admin/v1/profiles/review-all", json=REVIEW_ALL).status_code == 200
+    cap = ReviewRules().pending_per_account  # the graph runs with the default cap
+    attacker = new_key(account="queue-filler", profile="review-all")
+    other = new_key(account="queue-other", profile="review-all")
+    _fill_pending(serve_graph["redis_url"], "queue-filler", cap - 5)
+    # A batch of 20 texts, each decided `review`: the first 5 fill the cap, the 15 others are not queued.
+    texts = [f"borderline comment number {i}" for i in range(20)]
+    started = time.monotonic()
+    refused = client.post("/v1/moderate-text", headers=attacker, json={"texts": texts})
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["code"] == "review_queue_full" and int(refused.headers["Retry-After"]) >= 1
+    results = refused.json()["result"]["results"]
+    assert [r["decision"] for r in results] == ["review"] * 20  # every result answered
+    assert sum("review_id" in r for r in results) == 5
+    # Another account is served and still queues its flagged text, within the bound.
+    status, waited = _timed_text(serve_graph["base_url"], other)
+    queued = client.post("/v1/moderate-text", headers=other, json={"text": "borderline"}).json()
+    print(f"\nat the cap: 429 in {time.monotonic() - started:.2f} s; another account answered in {waited:.2f} s")
+    assert status == 200 and waited < OTHER_BOUND_S and isinstance(queued["review_id"], int)
+    # The attacker's next flagged text: 429 with its result, nothing queued; the store holds exactly the cap.
+    again = client.post("/v1/moderate-text", headers=attacker, json={"text": "one more"})
+    assert again.status_code == 429 and again.json()["result"]["decision"] == "review"
+    with redis.Redis.from_url(serve_graph["redis_url"], decode_responses=True) as store:
+        assert store.zcard(redis_keys.review_pending_of("queue-filler")) == cap
+    assert client.get("/healthz").status_code == 200
