@@ -93,7 +93,6 @@ async def _read_multipart(
     parts: list[_Part] = []
     header_name = bytearray()
     header_value = bytearray()
-    max_body_bytes = max_file_bytes + FORM_OVERHEAD_BYTES
 
     def on_part_begin() -> None:
         if len(parts) >= MAX_PARTS:
@@ -147,6 +146,12 @@ async def _read_multipart(
             "on_part_end": on_part_end,
         },
     )
+    await _feed(request, parser, max_file_bytes + FORM_OVERHEAD_BYTES)
+    return form
+
+
+async def _feed(request: Request, parser: MultipartParser, max_body_bytes: int) -> None:
+    """Stream the body through the parser; PartTooLarge once it passes `max_body_bytes`."""
     received = 0
     try:
         async for chunk in request.stream():
@@ -157,7 +162,6 @@ async def _read_multipart(
         parser.finalize()
     except MultipartParseError as exc:
         raise InvalidRequest(f"The multipart body is malformed: {exc}") from exc
-    return form
 
 
 def _admit_file_part(part: _Part, parts: list[_Part], file_fields: frozenset[str]) -> None:
