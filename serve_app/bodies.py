@@ -54,7 +54,9 @@ def json_object(body: bytes, example: str) -> dict:
     except JsonTooComplex as error:
         raise InvalidRequest(str(error)) from None
     try:
-        raw = json.loads(body)
+        # As UTF-8 only (RFC 8259): json.loads would also take UTF-16 and UTF-32 bytes, where an escaped quote is
+        # no `\"` byte pair, and the shape check above counts the bytes as UTF-8. UnicodeDecodeError is a ValueError.
+        raw = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):  # RecursionError: absurdly nested arrays or objects
         raise InvalidRequest(f"The body must be JSON: {example}.") from None
     if not isinstance(raw, dict):

@@ -50,6 +50,17 @@ def test_brackets_commas_and_escaped_quotes_inside_texts_do_not_count():
     check_json_shape(body)  # the whole body is within the caps: the tokens are inside strings
 
 
+def test_a_utf16_body_that_would_hide_its_arrays_in_a_string_is_refused_at_once():
+    # In UTF-16 an escaped quote is no `\"` byte pair: read as UTF-8 bytes, the arrays look like they are in a string.
+    body = '{"input": ["\\"", '.encode("utf-16-le") + "[],".encode("utf-16-le") * 1_000_000 + '"x"]}'.encode("utf-16-le")
+    check_json_shape(body)  # the byte scan is fooled ...
+    started = time.perf_counter()
+    with pytest.raises(Exception, match="must be JSON") as refused:
+        bodies.json_object(body, "{}")  # ... but the body is parsed as UTF-8 only: refused at its first byte
+    assert (refused.value.status, refused.value.code) == (400, "invalid_request")
+    assert time.perf_counter() - started < 0.2  # json.loads of the UTF-16 bytes: 0.5 s of arrays
+
+
 def test_the_deepest_body_of_the_api_is_within_the_caps():
     check_json_shape(json.dumps({"input": [{"type": "image_url", "image_url": {"url": "data:,"}}] * 100}).encode())
 
