@@ -6,7 +6,9 @@ raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted t
 The work one upload can cost is bounded before it is spent (an upload is hostile until decoded):
 - Pillow decodes every frame before the one it seeks to (GIF, APNG and WebP frames are deltas) and its ``n_frames``
   walks a whole GIF or TIFF: 100,000 one-pixel GIF frames cost minutes. So frames are counted from the header
-  (APNG, WebP, MPO) or by a capped walk that decodes nothing (GIF blocks, TIFF IFDs), and the ``MAX_FRAMES`` picks
+  (APNG, WebP, MPO) or by a capped walk of the raw bytes that decodes nothing (GIF blocks, TIFF IFDs: at most
+  ``MAX_GIF_SUB_BLOCKS`` sub-blocks and ``MAX_TIFF_ENTRIES`` entries, the Python work Pillow would do to reach a
+  frame), run before Pillow opens the file, and the ``MAX_FRAMES`` picks
   are spread over a window of the first frames: at most ``MAX_SCAN_FRAMES``, and only as many screens as fit
   ``MAX_TOTAL_PIXELS``. Frames past the window are not looked at.
 - Every frame's size (a GIF screen can grow, each TIFF page and MPO frame has its own) is checked against
@@ -53,6 +55,10 @@ MAX_GIF_SUB_BLOCKS = 65_536
 # TIFF directory entries (tags) over the pages walked. A page has 10-30; Pillow parses each in Python (257 pages
 # of 3,000 entries: 8 s). 8,192 is 256 pages of 32 entries, about 0.1 s in Pillow.
 MAX_TIFF_ENTRIES = 8_192
+# PNG chunks walked (to IEND). Pillow reads each in Python, about 2.7 us apiece (a 1x1 PNG with 9 MiB of empty
+# chunks: 2.1 s). An encoder writes a few dozen plus one IDAT per 8-64 KiB (about 1,300 in a 10 MiB file), and two
+# per APNG frame; 16,384 is under 50 ms of Pillow's walk.
+MAX_PNG_CHUNKS = 16_384
 
 # Magic bytes -> Pillow format name. Checked in order; WebP needs two fixed spans.
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -113,7 +119,9 @@ class DecodedImage:
     format: str
     width: int
     height: int
-    frame_count: int  # APNG, WebP, MPO: the header's count; GIF, TIFF: counted, at most MAX_SCAN_FRAMES + 1
+    # APNG, WebP, MPO: the header's count; GIF, TIFF: counted, at most MAX_SCAN_FRAMES + 1 and only the frames
+    # within MAX_GIF_SUB_BLOCKS / MAX_TIFF_ENTRIES
+    frame_count: int
     frames: list[Image.Image]
 
 
@@ -190,18 +198,21 @@ def _decode_opened(
 
 
 def _walk_structure(data: bytes, image_format: str, max_pixels: int) -> int | None:
-    """GIF and TIFF: the frames to walk, counted from the raw bytes before Pillow reads any of them; else None.
+    """GIF, TIFF, PNG: the frames to walk, counted from the raw bytes before Pillow reads any of them; else None.
 
-    Pillow walks a GIF's extension and image-data sub-blocks and parses a TIFF's directory entries in Python, one
-    object per entry, before and between the frames it decodes: a 1x1 GIF with 9 MB of one-byte comment blocks cost
-    1.6 s, 257 TIFF pages of 3,000 entries 8 s, before any pixel. The walks here are capped (``MAX_GIF_SUB_BLOCKS``,
-    ``MAX_TIFF_ENTRIES``, ``MAX_SCAN_FRAMES``); the frames returned are those wholly inside the caps, so Pillow never
+    Pillow walks a GIF's extension and image-data sub-blocks, parses a TIFF's directory entries (one object per
+    entry) and reads a PNG's chunks in Python, before and between the frames it decodes: a 1x1 GIF with 9 MB of
+    one-byte comment blocks cost 1.6 s, 257 TIFF pages of 3,000 entries 8 s, a 1x1 PNG with 9 MB of empty chunks
+    2.1 s, before any pixel. The walks here are capped (``MAX_GIF_SUB_BLOCKS``, ``MAX_TIFF_ENTRIES``,
+    ``MAX_PNG_CHUNKS``, ``MAX_SCAN_FRAMES``); the frames returned are those wholly inside the caps, so Pillow never
     walks past them. A cap reached before the first frame is complete is InvalidImage.
     """
     if image_format == "GIF":
         return _walk_gif(data, max_pixels)
     if image_format == "TIFF":
         return _walk_tiff(data, max_pixels)
+    if image_format == "PNG":
+        return _walk_png(data)
     return None
 
 
@@ -262,6 +273,24 @@ def _walk_tiff(data: bytes, max_pixels: int) -> int:
     return max(pages, 1)
 
 
+def _walk_png(data: bytes) -> int | None:
+    """None (the header's frame count stands) when the chunks fit ``MAX_PNG_CHUNKS``; else the APNG frames wholly
+    inside the cap. Frames start as Pillow numbers them: at each fcTL, and at an IDAT no fcTL came before (a
+    default image that is not part of the animation is Pillow's frame 0)."""
+    pos, chunks, starts = 8, 0, 0
+    while pos + 8 <= len(data):
+        chunks += 1
+        if chunks > MAX_PNG_CHUNKS:
+            return _frames_within_cap(starts - 1, "PNG", f"{MAX_PNG_CHUNKS:,} chunks")  # the last one is cut
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        if kind == b"fcTL" or (kind == b"IDAT" and starts == 0):
+            starts += 1
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    return None
+
+
 def _tiff_value(order: str, kind: int, value: bytes) -> int:
     """An inline SHORT (3) or LONG (4) value; 0 for any other type (Pillow then refuses or reads it itself)."""
     if kind == 3:
@@ -271,7 +300,7 @@ def _tiff_value(order: str, kind: int, value: bytes) -> int:
 
 def _frames_within_cap(frames: int, image_format: str, cap: str) -> int:
     """The frames walked before a cap: scored on those, or InvalidImage when the first one is not complete."""
-    if frames:
+    if frames > 0:
         return frames
     raise InvalidImage(f"the {image_format} holds more than {cap} before its first frame")
 

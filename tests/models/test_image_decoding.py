@@ -9,12 +9,20 @@ import numpy as np
 import pytest
 import skimage.data
 from PIL import Image
-from support.hostile_images import MIB, gif_of_tiny_sub_blocks, gif_with_comments, tiff_of_directories
+from support.hostile_images import (
+    MIB,
+    gif_of_tiny_sub_blocks,
+    gif_with_comments,
+    png_chunk,
+    png_with_empty_chunks,
+    tiff_of_directories,
+)
 
 from models.image_decoding import (
     MAX_FRAME_SIDE_PX,
     MAX_FRAMES,
     MAX_GIF_SUB_BLOCKS,
+    MAX_PNG_CHUNKS,
     MAX_SCAN_FRAMES,
     MAX_TIFF_ENTRIES,
     MAX_TOTAL_PIXELS,
@@ -451,6 +459,29 @@ def test_a_tiff_whose_directories_loop_is_walked_once():
     decoded, seconds = timed(lambda: decode_image(bytes(data), PLAN_MAX_PIXELS))
 
     assert seconds < WALK_TIME_BOUND_S and decoded.frame_count == 2
+
+
+@pytest.mark.parametrize("after_image", [False, True], ids=["before its image", "after its image"])
+def test_a_1x1_png_with_9_mib_of_empty_chunks_is_invalid_at_once(after_image):
+    data = png_with_empty_chunks(9 * MIB // 12, after_image=after_image)  # 786,000 chunks: 2.1 s of Pillow's walk
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidImage, match="chunks before its first frame"):
+        decode_image(data, PLAN_MAX_PIXELS)
+    assert time.perf_counter() - started < WALK_TIME_BOUND_S
+
+
+def test_an_apng_over_the_chunk_cap_is_scored_on_the_frames_inside_it():
+    frames = [solid(level) for level in range(0, 250, 10)]
+    data = encode(frames[0], "PNG", save_all=True, append_images=frames[1:], duration=50)
+    end = data.rindex(b"IEND") - 4
+    data = data[:end] + png_chunk(b"zzZz", b"") * MAX_PNG_CHUNKS + data[end:]
+    # The flood sits after the last frame's data: every frame is whole inside the cap but the last, which is cut.
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S
+    assert decoded.frame_count == len(frames) - 1
 
 
 # --- Conversions run on the shrunk frame: no full-size copy per conversion step.

@@ -4,6 +4,7 @@ Written byte by byte (a few MB in milliseconds), deterministic."""
 from __future__ import annotations
 
 import struct
+import zlib
 
 _GIF_HEADER = b"GIF89a\x01\x00\x01\x00\x00\x00\x00"  # a 1x1 screen, no global colour table
 _GIF_FRAME = b"\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00"  # one 1x1 frame
@@ -41,3 +42,14 @@ def tiff_of_directories(pages: int, entries: int, *, width: int = 1, height: int
         out += struct.pack("<I", start + directory_bytes if page + 1 < pages else 0)
     return bytes(out)
 
+
+
+def png_chunk(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+
+def png_with_empty_chunks(count: int, *, after_image: bool = False) -> bytes:
+    """A 1x1 greyscale PNG with `count` empty ancillary chunks (12 bytes each) before or after its image data."""
+    header = b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+    image, flood = png_chunk(b"IDAT", zlib.compress(b"\x00\x80")), png_chunk(b"zzZz", b"") * count
+    return header + (image + flood if after_image else flood + image) + png_chunk(b"IEND", b"")
