@@ -59,6 +59,10 @@ MAX_TIFF_ENTRIES = 8_192
 # chunks: 2.1 s). An encoder writes a few dozen plus one IDAT per 8-64 KiB (about 1,300 in a 10 MiB file), and two
 # per APNG frame; 16,384 is under 50 ms of Pillow's walk.
 MAX_PNG_CHUNKS = 16_384
+# JPEG markers, fill and junk bytes before the first scan (SOS): Pillow reads each in Python, about 1.6 us apiece
+# (9 MiB of empty COM markers: 3.8 s). A camera's JPEG has 10-30 markers there (an ICC profile split in 64 KiB
+# pieces adds a few); past the first scan, libjpeg reads the rest in C.
+MAX_JPEG_MARKERS = 4_096
 
 # Magic bytes -> Pillow format name. Checked in order; WebP needs two fixed spans.
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -198,13 +202,14 @@ def _decode_opened(
 
 
 def _walk_structure(data: bytes, image_format: str, max_pixels: int) -> int | None:
-    """GIF, TIFF, PNG: the frames to walk, counted from the raw bytes before Pillow reads any of them; else None.
+    """GIF, TIFF, PNG: the frames to walk, counted from the raw bytes before Pillow reads any of them; else None
+    (and for JPEG, the markers before the first scan checked).
 
     Pillow walks a GIF's extension and image-data sub-blocks, parses a TIFF's directory entries (one object per
     entry) and reads a PNG's chunks in Python, before and between the frames it decodes: a 1x1 GIF with 9 MB of
     one-byte comment blocks cost 1.6 s, 257 TIFF pages of 3,000 entries 8 s, a 1x1 PNG with 9 MB of empty chunks
-    2.1 s, before any pixel. The walks here are capped (``MAX_GIF_SUB_BLOCKS``, ``MAX_TIFF_ENTRIES``,
-    ``MAX_PNG_CHUNKS``, ``MAX_SCAN_FRAMES``); the frames returned are those wholly inside the caps, so Pillow never
+    2.1 s, an 8x8 JPEG with 9 MB of empty comments 3.8 s, before any pixel. The walks here are capped
+    (``MAX_GIF_SUB_BLOCKS``, ``MAX_TIFF_ENTRIES``, ``MAX_PNG_CHUNKS``, ``MAX_JPEG_MARKERS``, ``MAX_SCAN_FRAMES``); the frames returned are those wholly inside the caps, so Pillow never
     walks past them. A cap reached before the first frame is complete is InvalidImage.
     """
     if image_format == "GIF":
@@ -213,6 +218,8 @@ def _walk_structure(data: bytes, image_format: str, max_pixels: int) -> int | No
         return _walk_tiff(data, max_pixels)
     if image_format == "PNG":
         return _walk_png(data)
+    if image_format == "JPEG":
+        _walk_jpeg(data)
     return None
 
 
@@ -289,6 +296,24 @@ def _walk_png(data: bytes) -> int | None:
             break
         pos += 12 + length
     return None
+
+
+def _walk_jpeg(data: bytes) -> None:
+    """InvalidImage when Pillow would take over ``MAX_JPEG_MARKERS`` steps to reach the first scan: one per marker,
+    and one per fill (0xFF) or junk byte between markers, which it skips a byte at a time."""
+    pos = 2
+    for _ in range(MAX_JPEG_MARKERS):
+        if pos + 2 > len(data):
+            return
+        if data[pos] != 0xFF or data[pos + 1] == 0xFF:  # junk, or a fill byte before a marker
+            pos += 1
+        elif data[pos + 1] == 0xDA:  # start of scan: the C decoder takes over
+            return
+        elif data[pos + 1] in (0x01, 0xD8) or 0xD0 <= data[pos + 1] <= 0xD7:  # markers without a length
+            pos += 2
+        else:
+            pos += 2 + int.from_bytes(data[pos + 2 : pos + 4], "big")
+    raise InvalidImage(f"the JPEG holds more than {MAX_JPEG_MARKERS:,} markers before its first scan")
 
 
 def _tiff_value(order: str, kind: int, value: bytes) -> int:

@@ -22,6 +22,7 @@ from models.image_decoding import (
     MAX_FRAME_SIDE_PX,
     MAX_FRAMES,
     MAX_GIF_SUB_BLOCKS,
+    MAX_JPEG_MARKERS,
     MAX_PNG_CHUNKS,
     MAX_SCAN_FRAMES,
     MAX_TIFF_ENTRIES,
@@ -482,6 +483,26 @@ def test_an_apng_over_the_chunk_cap_is_scored_on_the_frames_inside_it():
 
     assert seconds < WALK_TIME_BOUND_S
     assert decoded.frame_count == len(frames) - 1
+
+
+@pytest.mark.parametrize("filler", [b"\xff\xfe\x00\x02", b"\xff", b"\x00"], ids=["empty comments", "fill", "junk"])
+def test_a_jpeg_with_9_mib_of_markers_or_filler_before_its_scan_is_invalid_at_once(filler):
+    small = encode(solid(128, (8, 8)), "JPEG")
+    after_app0 = 4 + int.from_bytes(small[4:6], "big")  # SOI, then APP0: the signature stays intact
+    data = small[:after_app0] + filler * (9 * MIB // len(filler)) + small[after_app0:]  # 3.8 s for the comments
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidImage, match="markers before its first scan"):
+        decode_image(data, PLAN_MAX_PIXELS)
+    assert time.perf_counter() - started < WALK_TIME_BOUND_S
+
+
+def test_a_jpeg_with_as_many_markers_as_the_cap_allows_is_decoded():
+    small = encode(solid(128, (8, 8)), "JPEG")
+    markers_in_small = 6  # SOI's successor up to SOS: APP0, DQT, SOF0, DHT x 2 or 4, ...; far under the cap
+    data = small[:2] + b"\xff\xfe\x00\x02" * (MAX_JPEG_MARKERS - 4 * markers_in_small) + small[2:]
+
+    assert decode_image(data, PLAN_MAX_PIXELS).frames[0].getpixel((0, 0))[0] in range(120, 137)
 
 
 # --- Conversions run on the shrunk frame: no full-size copy per conversion step.
