@@ -8,7 +8,8 @@ The work one upload can cost is bounded before it is spent (an upload is hostile
   walks a whole GIF or TIFF: 100,000 one-pixel GIF frames cost minutes. So frames are counted from the header
   (APNG, WebP, MPO) or by a capped walk of the raw bytes that decodes nothing (GIF blocks, TIFF IFDs: at most
   ``MAX_GIF_SUB_BLOCKS`` sub-blocks and ``MAX_TIFF_ENTRIES`` entries, the Python work Pillow would do to reach a
-  frame), run before Pillow opens the file, and the ``MAX_FRAMES`` picks
+  frame; PNG chunks and JPEG markers are capped the same way, ``MAX_PNG_CHUNKS`` and ``MAX_JPEG_MARKERS``), run
+  before Pillow opens the file, and the ``MAX_FRAMES`` picks
   are spread over a window of the first frames: at most ``MAX_SCAN_FRAMES``, and only as many screens as fit
   ``MAX_TOTAL_PIXELS``. Frames past the window are not looked at.
 - Every frame's size (a GIF screen can grow, each TIFF page and MPO frame has its own) is checked against
