@@ -6,7 +6,10 @@ raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted t
 The work one upload can cost is bounded before it is spent (an upload is hostile until decoded):
 - Pillow decodes every frame before the one it seeks to (GIF, APNG and WebP frames are deltas) and its ``n_frames``
   walks a whole GIF or TIFF: 100,000 one-pixel GIF frames cost minutes. So frames are counted from the header
-  (APNG, WebP, MPO) or by a capped walk that decodes nothing (GIF blocks, TIFF IFDs), and the ``MAX_FRAMES`` picks
+  (APNG, WebP, MPO) or by a capped walk of the raw bytes that decodes nothing (GIF blocks, TIFF IFDs: at most
+  ``MAX_GIF_SUB_BLOCKS`` sub-blocks and ``MAX_TIFF_ENTRIES`` entries, the Python work Pillow would do to reach a
+  frame; PNG chunks and JPEG markers are capped the same way, ``MAX_PNG_CHUNKS`` and ``MAX_JPEG_MARKERS``), run
+  before Pillow opens the file, and the ``MAX_FRAMES`` picks
   are spread over a window of the first frames: at most ``MAX_SCAN_FRAMES``, and only as many screens as fit
   ``MAX_TOTAL_PIXELS``. Frames past the window are not looked at.
 - Every frame's size (a GIF screen can grow, each TIFF page and MPO frame has its own) is checked against
@@ -46,6 +49,21 @@ MAX_TOTAL_PIXELS = 100_000_000
 # Frames walked at most, whatever their size: past this, per-frame overhead (a few hundred microseconds for a
 # one-pixel frame) would add up. 256 frames is 10-25 s of a typical GIF; a later frame is not looked at.
 MAX_SCAN_FRAMES = 256
+# GIF sub-blocks walked at most (extension and image data, all frames walked). A 10 MiB GIF written by any encoder
+# (255-byte sub-blocks) has 41,000; one-byte sub-blocks would make 5 million, 1.6 s of Pillow's Python walk.
+# Walking 65,536 costs about 10 ms here, and as much in Pillow.
+MAX_GIF_SUB_BLOCKS = 65_536
+# TIFF directory entries (tags) over the pages walked. A page has 10-30; Pillow parses each in Python (257 pages
+# of 3,000 entries: 8 s). 8,192 is 256 pages of 32 entries, about 0.1 s in Pillow.
+MAX_TIFF_ENTRIES = 8_192
+# PNG chunks walked (to IEND). Pillow reads each in Python, about 2.7 us apiece (a 1x1 PNG with 9 MiB of empty
+# chunks: 2.1 s). An encoder writes a few dozen plus one IDAT per 8-64 KiB (about 1,300 in a 10 MiB file), and two
+# per APNG frame; 16,384 is under 50 ms of Pillow's walk.
+MAX_PNG_CHUNKS = 16_384
+# JPEG markers, fill and junk bytes before the first scan (SOS): Pillow reads each in Python, about 1.6 us apiece
+# (9 MiB of empty COM markers: 3.8 s). A camera's JPEG has 10-30 markers there (an ICC profile split in 64 KiB
+# pieces adds a few); past the first scan, libjpeg reads the rest in C.
+MAX_JPEG_MARKERS = 4_096
 
 # Magic bytes -> Pillow format name. Checked in order; WebP needs two fixed spans.
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -106,7 +124,9 @@ class DecodedImage:
     format: str
     width: int
     height: int
-    frame_count: int  # APNG, WebP, MPO: the header's count; GIF, TIFF: counted, at most MAX_SCAN_FRAMES + 1
+    # APNG, WebP, MPO: the header's count; GIF, TIFF: counted, at most MAX_SCAN_FRAMES + 1 and only the frames
+    # within MAX_GIF_SUB_BLOCKS / MAX_TIFF_ENTRIES
+    frame_count: int
     frames: list[Image.Image]
 
 
@@ -131,10 +151,11 @@ def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None)
     if image_format is None:
         raise InvalidImage("not a JPEG, PNG, WebP, GIF, BMP or TIFF image")
     try:
+        frame_count = _walk_structure(data, image_format, max_pixels)  # before Pillow walks anything itself
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[image_format]) as image:
-                return _decode_opened(image, image_format, data, max_pixels, deadline)
+                return _decode_opened(image, image_format, frame_count, max_pixels, deadline)
     except (ImageTooLarge, InvalidImage, DecodeTimeout):
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as bomb:
@@ -144,13 +165,13 @@ def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None)
 
 
 def _decode_opened(
-    image: Image.Image, image_format: str, data: bytes, max_pixels: int, deadline: float | None
+    image: Image.Image, image_format: str, walked_frames: int | None, max_pixels: int, deadline: float | None
 ) -> DecodedImage:
     width, height = image.size
     if width * height > max_pixels:
         raise ImageTooLarge(width * height, max_pixels)
     budget = max(max_pixels, MAX_TOTAL_PIXELS)
-    frame_count = _count_frames(image, image_format, data, max_pixels)
+    frame_count = int(getattr(image, "n_frames", 1)) if walked_frames is None else walked_frames
     # Frames are walked in order (each is a delta on the last), so the walk is the cost: the window is the first
     # frames whose screens fit the budget, and the picks are spread over it.
     window = max(1, min(frame_count, MAX_SCAN_FRAMES, budget // (width * height)))
@@ -181,54 +202,140 @@ def _decode_opened(
     return DecodedImage(image_format, width, height, frame_count, frames)
 
 
-def _count_frames(image: Image.Image, image_format: str, data: bytes, max_pixels: int) -> int:
-    """Frames in the image, without decoding any; for GIF and TIFF at most ``MAX_SCAN_FRAMES + 1`` are counted.
+def _walk_structure(data: bytes, image_format: str, max_pixels: int) -> int | None:
+    """GIF, TIFF, PNG: the frames to walk, counted from the raw bytes before Pillow reads any of them; else None
+    (and for JPEG, the markers before the first scan checked).
 
-    APNG, WebP and MPO headers give the count. Pillow's ``n_frames`` walks a whole GIF or TIFF (minutes for 100,000
-    frames), so those are counted here, up to the cap, checking each frame's declared size on the way.
+    Pillow walks a GIF's extension and image-data sub-blocks, parses a TIFF's directory entries (one object per
+    entry) and reads a PNG's chunks in Python, before and between the frames it decodes: a 1x1 GIF with 9 MB of
+    one-byte comment blocks cost 1.6 s, 257 TIFF pages of 3,000 entries 8 s, a 1x1 PNG with 9 MB of empty chunks
+    2.1 s, an 8x8 JPEG with 9 MB of empty comments 3.8 s, before any pixel. The walks here are capped
+    (``MAX_GIF_SUB_BLOCKS``, ``MAX_TIFF_ENTRIES``, ``MAX_PNG_CHUNKS``, ``MAX_JPEG_MARKERS``, ``MAX_SCAN_FRAMES``); the frames returned are those wholly inside the caps, so Pillow never
+    walks past them. A cap reached before the first frame is complete is InvalidImage.
     """
     if image_format == "GIF":
-        return _count_gif_frames(data, max_pixels)
+        return _walk_gif(data, max_pixels)
     if image_format == "TIFF":
-        count = 1
-        try:
-            while count <= MAX_SCAN_FRAMES:
-                image.seek(count)  # reads one IFD
-                if image.width * image.height > max_pixels:
-                    raise ImageTooLarge(image.width * image.height, max_pixels)
-                count += 1
-        except EOFError:
-            pass
-        image.seek(0)
-        return count
-    return int(getattr(image, "n_frames", 1))
+        return _walk_tiff(data, max_pixels)
+    if image_format == "PNG":
+        return _walk_png(data)
+    if image_format == "JPEG":
+        _walk_jpeg(data)
+    return None
 
 
-def _count_gif_frames(data: bytes, max_pixels: int) -> int:
-    """Walk the GIF blocks (no LZW decoding); a frame reaching past the screen grows it, as Pillow does."""
+def _walk_gif(data: bytes, max_pixels: int) -> int:
+    """Count the frames wholly walked (no LZW decoding); a frame reaching past the screen grows it, as in Pillow."""
     screen_w, screen_h, flags = struct.unpack_from("<HHB", data, 6)
     pos = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
-    count = 0
-    while pos < len(data) and count <= MAX_SCAN_FRAMES:
+    frames, budget = 0, _Budget(MAX_GIF_SUB_BLOCKS)
+    while pos < len(data) and frames <= MAX_SCAN_FRAMES:
         block = data[pos]
         if block == 0x2C:  # image descriptor: x, y, w, h, flags; then a colour table, LZW code size, sub-blocks
             x, y, w, h, local = struct.unpack_from("<HHHHB", data, pos + 1)
             screen_w, screen_h = max(screen_w, x + w), max(screen_h, y + h)
             if screen_w * screen_h > max_pixels:
                 raise ImageTooLarge(screen_w * screen_h, max_pixels)
-            count += 1
-            pos = _skip_sub_blocks(data, pos + 11 + (3 << ((local & 7) + 1) if local & 0x80 else 0))
-        elif block == 0x21:  # extension: label, then sub-blocks
-            pos = _skip_sub_blocks(data, pos + 2)
+            pos = _skip_sub_blocks(data, pos + 11 + (3 << ((local & 7) + 1) if local & 0x80 else 0), budget)
+            if budget.left < 0:  # Pillow decodes a frame's data in C, but skips it in Python to reach the next
+                return max(frames, 1)
+        elif block == 0x21:  # extension (comment, application, graphic control): label, then sub-blocks
+            pos = _skip_sub_blocks(data, pos + 2, budget)
+            if budget.left < 0:  # Pillow walks these in Python, all of them before the frame that follows
+                return _frames_within_cap(frames, "GIF", f"{MAX_GIF_SUB_BLOCKS:,} blocks")
         else:  # 0x3B trailer, or garbage: Pillow stops there too
             break
-    return max(count, 1)
+        frames += block == 0x2C
+    return max(frames, 1)
 
 
-def _skip_sub_blocks(data: bytes, pos: int) -> int:
-    while pos < len(data) and data[pos]:
+def _skip_sub_blocks(data: bytes, pos: int, budget: _Budget) -> int:
+    left = budget.left
+    while pos < len(data) and data[pos] and left >= 0:
         pos += data[pos] + 1
+        left -= 1
+    budget.left = left
     return pos + 1
+
+
+def _walk_tiff(data: bytes, max_pixels: int) -> int:
+    """Count the pages (IFDs) whose entries fit ``MAX_TIFF_ENTRIES`` in all, checking each page's declared size."""
+    order = "<" if data[:2] == b"II" else ">"
+    (offset,) = struct.unpack_from(order + "I", data, 4)
+    pages, entries, seen = 0, 0, set()
+    while offset and offset not in seen and offset + 2 <= len(data) and pages <= MAX_SCAN_FRAMES:
+        seen.add(offset)  # a directory chain that loops back is walked once
+        (count,) = struct.unpack_from(order + "H", data, offset)
+        entries += count
+        if entries > MAX_TIFF_ENTRIES:
+            return _frames_within_cap(pages, "TIFF", f"{MAX_TIFF_ENTRIES:,} directory entries")
+        table = data[offset + 2 : offset + 2 + 12 * count]
+        sizes = {tag: _tiff_value(order, kind, value) for tag, kind, number, value in
+                 struct.iter_unpack(order + "HHI4s", table[: len(table) - len(table) % 12])
+                 if tag in (256, 257) and number == 1}  # fmt: skip
+        if sizes.get(256, 0) * sizes.get(257, 0) > max_pixels:
+            raise ImageTooLarge(sizes[256] * sizes[257], max_pixels)
+        pages += 1
+        next_at = offset + 2 + 12 * count
+        offset = struct.unpack_from(order + "I", data, next_at)[0] if next_at + 4 <= len(data) else 0
+    return max(pages, 1)
+
+
+def _walk_png(data: bytes) -> int | None:
+    """None (the header's frame count stands) when the chunks fit ``MAX_PNG_CHUNKS``; else the APNG frames wholly
+    inside the cap. Frames start as Pillow numbers them: at each fcTL, and at an IDAT no fcTL came before (a
+    default image that is not part of the animation is Pillow's frame 0)."""
+    pos, chunks, starts = 8, 0, 0
+    while pos + 8 <= len(data):
+        chunks += 1
+        if chunks > MAX_PNG_CHUNKS:
+            return _frames_within_cap(starts - 1, "PNG", f"{MAX_PNG_CHUNKS:,} chunks")  # the last one is cut
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        if kind == b"fcTL" or (kind == b"IDAT" and starts == 0):
+            starts += 1
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    return None
+
+
+def _walk_jpeg(data: bytes) -> None:
+    """InvalidImage when Pillow would take over ``MAX_JPEG_MARKERS`` steps to reach the first scan: one per marker,
+    and one per fill (0xFF) or junk byte between markers, which it skips a byte at a time."""
+    pos = 2
+    for _ in range(MAX_JPEG_MARKERS):
+        if pos + 2 > len(data):
+            return
+        if data[pos] != 0xFF or data[pos + 1] == 0xFF:  # junk, or a fill byte before a marker
+            pos += 1
+        elif data[pos + 1] == 0xDA:  # start of scan: the C decoder takes over
+            return
+        elif data[pos + 1] in (0x01, 0xD8) or 0xD0 <= data[pos + 1] <= 0xD7:  # markers without a length
+            pos += 2
+        else:
+            pos += 2 + int.from_bytes(data[pos + 2 : pos + 4], "big")
+    raise InvalidImage(f"the JPEG holds more than {MAX_JPEG_MARKERS:,} markers before its first scan")
+
+
+def _tiff_value(order: str, kind: int, value: bytes) -> int:
+    """An inline SHORT (3) or LONG (4) value; 0 for any other type (Pillow then refuses or reads it itself)."""
+    if kind == 3:
+        return struct.unpack_from(order + "H", value)[0]
+    return struct.unpack_from(order + "I", value)[0] if kind == 4 else 0
+
+
+def _frames_within_cap(frames: int, image_format: str, cap: str) -> int:
+    """The frames walked before a cap: scored on those, or InvalidImage when the first one is not complete."""
+    if frames > 0:
+        return frames
+    raise InvalidImage(f"the {image_format} holds more than {cap} before its first frame")
+
+
+class _Budget:
+    """Sub-blocks still allowed; below 0 once the cap is passed."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
 
 
 def pick_frame_indices(frame_count: int) -> list[int]:
@@ -239,15 +346,36 @@ def pick_frame_indices(frame_count: int) -> list[int]:
 
 
 def _small_rgb(frame: Image.Image, orientation: int) -> Image.Image:
-    rgb = _to_rgb(frame)
-    rgb.thumbnail((MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX), Image.Resampling.BILINEAR)
+    """The frame shrunk first, in its own mode, then converted: every conversion runs on at most 512x512 pixels.
+
+    Converting first cost a 40 MP RGBA frame 610 MB over the decoded frame (an RGBA copy, a white one, their
+    composite and the RGB result), a 40 MP float TIFF 460 MB (float arrays); shrunk first, the small frame's copies
+    are under 1 MB each. Palette and bilevel frames are expanded before shrinking (shrinking them would sample, not
+    average, pixels): at most 4 bytes a pixel, once.
+    """
+    if frame.mode in ("P", "PA", "1"):
+        frame = frame.convert("RGBA" if frame.mode == "PA" or "transparency" in frame.info else "RGB" if
+                              frame.mode == "P" else "L")  # fmt: skip
+    rgb = _to_rgb(_shrunk(frame))
     if orientation in _ORIENTATION_TRANSPOSE:
         rgb = rgb.transpose(_ORIENTATION_TRANSPOSE[orientation])
     return rgb
 
 
+def _shrunk(frame: Image.Image) -> Image.Image:
+    """A new image with neither side over MAX_FRAME_SIDE_PX (aspect kept), or the frame itself when it fits; never
+    the frame changed in place (``thumbnail`` would: the next GIF frame is drawn on this one)."""
+    width, height = frame.size
+    if max(width, height) <= MAX_FRAME_SIDE_PX:
+        return frame
+    ratio = MAX_FRAME_SIDE_PX / max(width, height)
+    size = (max(1, round(width * ratio)), max(1, round(height * ratio)))
+    gap = None if frame.mode.startswith("I;16") else 2.0  # as thumbnail(): reduce() first, which lacks I;16 modes
+    return frame.resize(size, Image.Resampling.BILINEAR, reducing_gap=gap)
+
+
 def _to_rgb(frame: Image.Image) -> Image.Image:
-    if frame.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+    if frame.mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
         # High bit-depth greyscale: scale to 8 bits instead of letting convert() clip at 255.
         values = np.asarray(frame, dtype=np.float32)
         peak = max(float(values.max()), 1.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from fastapi import Request
@@ -11,11 +12,16 @@ from moderation.flow import Caller
 from moderation.limits import require_scope
 from policy.types import ContentKind
 from serve_app.errors import InvalidRequest
+from serve_app.form_reader import FORM_OVERHEAD_BYTES
+from serve_app.json_shape import JsonTooComplex, check_json_shape
 
-# Multipart framing and the small text fields around the content.
-FORM_OVERHEAD_BYTES = 64 * 1024
 # A JSON-escaped character takes at most 6 bytes ("\uXXXX"); plus room for the other fields.
 JSON_BYTES_PER_CHAR = 6
+# A body above this size is checked and parsed on a worker thread, not the event loop. The C parser holds the GIL
+# while it runs, so the thread does not make a parse free; what it buys is that the loop takes turns with it
+# between the check's steps (each a few ms on the largest body), instead of waiting for the whole check and parse.
+# Below this size the whole work is under a millisecond, less than the hop to a thread.
+PARSE_OFF_LOOP_BYTES = 64 * 1024
 
 
 def json_bytes_for(chars: int) -> int:
@@ -42,9 +48,15 @@ async def read_body(request: Request, max_bytes: int, too_large: Exception) -> b
 
 
 def json_object(body: bytes, example: str) -> dict:
-    """The body as a JSON object, else InvalidRequest naming the `example` shape."""
+    """The body as a JSON object, else InvalidRequest naming the `example` shape (or the cap its shape is over)."""
     try:
-        raw = json.loads(body)
+        check_json_shape(body)  # before the parse: a parse's cost is in its values, not its bytes
+    except JsonTooComplex as error:
+        raise InvalidRequest(str(error)) from None
+    try:
+        # As UTF-8 only (RFC 8259): json.loads would also take UTF-16 and UTF-32 bytes, where an escaped quote is
+        # no `\"` byte pair, and the shape check above counts the bytes as UTF-8. UnicodeDecodeError is a ValueError.
+        raw = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):  # RecursionError: absurdly nested arrays or objects
         raise InvalidRequest(f"The body must be JSON: {example}.") from None
     if not isinstance(raw, dict):
@@ -55,8 +67,12 @@ def json_object(body: bytes, example: str) -> dict:
 async def read_json(request: Request, caller: Caller, scope: ContentKind | None, max_bytes: int, example: str) -> dict:
     """The preamble of the JSON routes: the caller's plan covers `scope` (None: the route checks each item's kind),
     then the body is read, refused past `max_bytes` (413 `text_too_long`: the texts are what makes a JSON body
-    large), and parsed as a JSON object (else 400 naming the `example` shape)."""
+    large), its shape checked (400 past serve_app.json_shape's caps) and parsed as a JSON object (else 400 naming
+    the `example` shape), on a worker thread when it is large."""
     if scope is not None:
         require_scope(caller.plan, scope)
     too_large = TextTooLong(f"The request is above {max_bytes} bytes.")
-    return json_object(await read_body(request, max_bytes, too_large), example)
+    body = await read_body(request, max_bytes, too_large)
+    if len(body) > PARSE_OFF_LOOP_BYTES:
+        return await asyncio.to_thread(json_object, body, example)
+    return json_object(body, example)

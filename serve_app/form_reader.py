@@ -4,6 +4,11 @@ Starlette's own form parser spools files over 1 MB to a temporary file on disk; 
 service promises that images live only in memory, and wants to refuse an oversized
 upload as soon as it crosses the limit rather than after reading all of it. So the
 body is streamed through python-multipart's parser here.
+
+What one form may hold is bounded as it streams, declared Content-Length or not (a chunked body declares none):
+the whole body at the route's file limit plus FORM_OVERHEAD_BYTES, one file part kept (the first of the route's
+`file_fields`; a later one is counted but not kept), a file part the route does not take refused (400) at its
+headers, before any of its bytes are read.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from serve_app.errors import InvalidRequest
 # non-ASCII field may be refused below it (at as few as 1,024 four-byte characters): stricter, never looser.
 MAX_FIELD_BYTES = MAX_FIELD_CHARS
 MAX_PARTS = 16
+# Multipart framing and the small text fields around the content: the room a form gets beyond its file.
+FORM_OVERHEAD_BYTES = 64 * 1024
 
 
 class PartTooLarge(Exception):
-    """A file part went over its limit; the caller turns it into its own 413."""
+    """A file part, or the whole form, went over its limit; the caller turns it into its own 413."""
 
 
 @dataclass
@@ -40,6 +47,7 @@ class Form:
 class _Part:
     name: str = ""
     is_file: bool = False
+    kept: bool = True  # False: a second file part, counted against the total but not held
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
 
@@ -47,10 +55,12 @@ class _Part:
 async def read_form(
     request: Request, *, max_file_bytes: int, file_fields: frozenset[str] = frozenset()
 ) -> Form:
-    """Parse the request body; raise PartTooLarge once a file part passes `max_file_bytes`.
+    """Parse the request body; raise PartTooLarge once a file part passes `max_file_bytes` or the body passes
+    `max_file_bytes + FORM_OVERHEAD_BYTES`.
 
     A part is a file when it carries a filename or its name is in `file_fields`
-    (so `curl -F image=<photo.jpg`, which sends no filename, still works).
+    (so `curl -F image=<photo.jpg`, which sends no filename, still works). A file part named otherwise is
+    refused with InvalidRequest; only the first file part is kept.
     """
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     if content_type == b"application/x-www-form-urlencoded":
@@ -98,8 +108,11 @@ async def _read_multipart(
     def on_header_end() -> None:
         if bytes(header_name).lower() == b"content-disposition":
             _, disposition = parse_options_header(bytes(header_value))
-            parts[-1].name = disposition.get(b"name", b"").decode("utf-8", "replace")
-            parts[-1].is_file = b"filename" in disposition or parts[-1].name in file_fields
+            part = parts[-1]
+            part.name = disposition.get(b"name", b"").decode("utf-8", "replace")
+            part.is_file = b"filename" in disposition or part.name in file_fields
+            if part.is_file:
+                _admit_file_part(part, parts, file_fields)
         header_name.clear()
         header_value.clear()
 
@@ -111,12 +124,13 @@ async def _read_multipart(
             if part.is_file:
                 raise PartTooLarge(part.name)
             raise InvalidRequest(f"The form field {part.name!r} is too long.")
-        part.chunks.append(data[start:end])
+        if part.kept:
+            part.chunks.append(data[start:end])
 
     def on_part_end() -> None:
         part = parts[-1]
         data = b"".join(part.chunks)
-        if part.is_file:
+        if part.is_file and part.kept:
             form.files.setdefault(part.name, data)
         else:
             form.fields.setdefault(part.name, data.decode("utf-8", "replace"))
@@ -132,10 +146,27 @@ async def _read_multipart(
             "on_part_end": on_part_end,
         },
     )
+    await _feed(request, parser, max_file_bytes + FORM_OVERHEAD_BYTES)
+    return form
+
+
+async def _feed(request: Request, parser: MultipartParser, max_body_bytes: int) -> None:
+    """Stream the body through the parser; PartTooLarge once it passes `max_body_bytes`."""
+    received = 0
     try:
         async for chunk in request.stream():
+            received += len(chunk)
+            if received > max_body_bytes:  # counted here, not from Content-Length: a chunked body declares none
+                raise PartTooLarge("")
             parser.write(chunk)
         parser.finalize()
     except MultipartParseError as exc:
         raise InvalidRequest(f"The multipart body is malformed: {exc}") from exc
-    return form
+
+
+def _admit_file_part(part: _Part, parts: list[_Part], file_fields: frozenset[str]) -> None:
+    """A file part the route takes is kept when it is the first; any other file part is refused before its bytes."""
+    if part.name not in file_fields:
+        expected = f"; send the file as {' or '.join(repr(name) for name in sorted(file_fields))}" if file_fields else ""
+        raise InvalidRequest(f"The form part {part.name!r} is a file this route does not take{expected}.")
+    part.kept = not any(other.is_file for other in parts[:-1])

@@ -69,8 +69,7 @@ class OpenAIModeration(BaseModel):
 )
 async def moderations(request: Request, caller: Caller = Depends(authenticated_caller)) -> OpenAIModeration:
     plan = caller.plan
-    limit = json_bytes_for(plan.text_max_chars * BATCH_TEXT_LIMITS) + _base64_chars(plan.image_max_bytes)
-    raw = await read_json(request, caller, None, limit, '{"input": "..."}')
+    raw = await read_json(request, caller, None, body_limit(plan), '{"input": "..."}')
     model = raw.get("model", DEFAULT_OPENAI_MODEL)
     if model not in OPENAI_MODELS:
         raise ModelNotFound(f"The model {str(model)[:100]!r} does not exist; use one of {', '.join(OPENAI_MODELS)}.")
@@ -89,6 +88,14 @@ async def moderations(request: Request, caller: Caller = Depends(authenticated_c
     results = [_result([(kind, next(outcomes)) for kind, _ in parts], caller.profile) for parts in inputs]
     request.state.log_fields.update(flagged=[r.flagged for r in results])
     return OpenAIModeration(id=f"modr-{uuid.uuid4().hex}", model=model, results=results)
+
+
+def body_limit(plan: Plan) -> int:
+    """The largest body the plan's scope can use: room for a full batch of texts only when it covers texts, and
+    for an image's base64 only when it covers images (a text-only plan's body is 1.3 MB at most, not 14)."""
+    text_chars = plan.text_max_chars * BATCH_TEXT_LIMITS if plan.covers("text") else 0
+    image_chars = _base64_chars(plan.image_max_bytes) if plan.covers("image") else 0
+    return json_bytes_for(text_chars) + image_chars
 
 
 def _check_kinds(texts: list[str], images: list[str], plan: Plan, model: str) -> None:

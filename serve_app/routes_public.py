@@ -15,8 +15,8 @@ from moderation.limits import BATCH_TEXT_LIMITS, check_texts, parse_threshold, r
 from policy.types import PRIMARY_CATEGORIES
 from serve_app import errors
 from serve_app.auth import authenticated_caller, services
-from serve_app.bodies import FORM_OVERHEAD_BYTES, json_bytes_for, read_json, refuse_declared_oversize
-from serve_app.form_reader import PartTooLarge, read_form
+from serve_app.bodies import json_bytes_for, read_json, refuse_declared_oversize
+from serve_app.form_reader import FORM_OVERHEAD_BYTES, PartTooLarge, read_form
 from serve_app.schemas import (
     BODY_ROUTE_ERRORS,
     MODERATE_IMAGE_BODY,
@@ -129,8 +129,8 @@ async def moderate_text(
 async def report(request: Request, caller: Caller = Depends(authenticated_caller)) -> ReportResult:
     try:
         form = await read_form(request, max_file_bytes=0)
-    except PartTooLarge:
-        raise errors.InvalidRequest("A report carries no file; send the reference only.") from None
+    except PartTooLarge:  # the whole form past FORM_OVERHEAD_BYTES (a file part is refused at its headers)
+        raise errors.InvalidRequest(f"A report is at most {FORM_OVERHEAD_BYTES} bytes of form fields.") from None
     reference = form.fields.get("reference", "").strip()
     if not reference:
         raise errors.NoReference()

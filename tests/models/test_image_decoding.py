@@ -9,11 +9,23 @@ import numpy as np
 import pytest
 import skimage.data
 from PIL import Image
+from support.hostile_images import (
+    MIB,
+    gif_of_tiny_sub_blocks,
+    gif_with_comments,
+    png_chunk,
+    png_with_empty_chunks,
+    tiff_of_directories,
+)
 
 from models.image_decoding import (
     MAX_FRAME_SIDE_PX,
     MAX_FRAMES,
+    MAX_GIF_SUB_BLOCKS,
+    MAX_JPEG_MARKERS,
+    MAX_PNG_CHUNKS,
     MAX_SCAN_FRAMES,
+    MAX_TIFF_ENTRIES,
     MAX_TOTAL_PIXELS,
     DecodeTimeout,
     ImageTooLarge,
@@ -378,3 +390,158 @@ def test_a_small_animated_gif_gives_every_frame():
 
     assert decoded.frame_count == len(levels)
     assert [frame.getpixel((10, 10))[0] for frame in decoded.frames] == pytest.approx(levels, abs=3)
+
+
+# --- Structure walks: the blocks and directory entries Pillow would walk in Python, capped before it opens the file.
+# Each bound is 1 s; measured 0.01-0.06 s (before the caps: 1.6 s for the GIF comments, 8 s for the TIFF pages).
+WALK_TIME_BOUND_S = 1.0
+
+
+def test_a_1x1_gif_with_9_mib_of_one_byte_comment_blocks_is_invalid_at_once():
+    data = gif_with_comments(9 * MIB // 2, sub_block=1)  # 9 MiB: 4.7 million one-byte sub-blocks
+    assert len(data) > 9 * MIB
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidImage, match="blocks before its first frame"):
+        decode_image(data, PLAN_MAX_PIXELS)
+    assert time.perf_counter() - started < WALK_TIME_BOUND_S
+
+
+def test_comment_blocks_after_the_first_frame_leave_it_scored_alone():
+    decoded, seconds = timed(lambda: decode_image(gif_with_comments(9 * MIB // 2, 1, frames_first=1), PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S
+    assert (decoded.frame_count, len(decoded.frames)) == (1, 1)  # the frame after the comments is not looked at
+
+
+def test_nine_mib_of_comments_in_full_sub_blocks_as_encoders_write_them_is_scored():
+    data = gif_with_comments(9 * MIB, sub_block=255)  # 37,000 sub-blocks: within the cap
+    assert len(data) // 256 < MAX_GIF_SUB_BLOCKS
+
+    assert len(decode_image(data, PLAN_MAX_PIXELS).frames) == 1
+
+
+def test_gif_frames_of_one_byte_data_sub_blocks_are_walked_only_within_the_cap():
+    data = gif_of_tiny_sub_blocks(20_000, frames=200)  # 4 million sub-blocks in all
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S
+    assert decoded.frame_count == MAX_GIF_SUB_BLOCKS // 20_000  # the frames wholly inside the cap
+
+
+def test_a_gif_whose_only_frame_has_millions_of_sub_blocks_is_still_decoded():
+    # Pillow decodes a frame's own data in C: the cap only bounds what is walked to reach a later frame.
+    decoded, seconds = timed(lambda: decode_image(gif_of_tiny_sub_blocks(4_000_000), PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S
+    assert len(decoded.frames) == 1
+
+
+def test_tiff_pages_of_thousands_of_entries_are_walked_only_within_the_entry_cap():
+    data = tiff_of_directories(257, 3_000)
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S
+    assert decoded.frame_count == MAX_TIFF_ENTRIES // 3_000
+
+
+def test_a_tiff_whose_first_directory_is_over_the_entry_cap_is_invalid():
+    with pytest.raises(InvalidImage, match="directory entries before its first frame"):
+        decode_image(tiff_of_directories(1, MAX_TIFF_ENTRIES + 1), PLAN_MAX_PIXELS)
+
+
+def test_a_tiff_whose_directories_loop_is_walked_once():
+    data = bytearray(tiff_of_directories(2, 10))
+    second = struct.unpack_from("<I", data, 4)[0] + 2 + 12 * 10 + 4
+    struct.pack_into("<I", data, second + 2 + 12 * 10, 8 + 1)  # the second page points back at the first
+
+    decoded, seconds = timed(lambda: decode_image(bytes(data), PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S and decoded.frame_count == 2
+
+
+@pytest.mark.parametrize("after_image", [False, True], ids=["before its image", "after its image"])
+def test_a_1x1_png_with_9_mib_of_empty_chunks_is_invalid_at_once(after_image):
+    data = png_with_empty_chunks(9 * MIB // 12, after_image=after_image)  # 786,000 chunks: 2.1 s of Pillow's walk
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidImage, match="chunks before its first frame"):
+        decode_image(data, PLAN_MAX_PIXELS)
+    assert time.perf_counter() - started < WALK_TIME_BOUND_S
+
+
+def test_an_apng_over_the_chunk_cap_is_scored_on_the_frames_inside_it():
+    frames = [solid(level) for level in range(0, 250, 10)]
+    data = encode(frames[0], "PNG", save_all=True, append_images=frames[1:], duration=50)
+    end = data.rindex(b"IEND") - 4
+    data = data[:end] + png_chunk(b"zzZz", b"") * MAX_PNG_CHUNKS + data[end:]
+    # The flood sits after the last frame's data: every frame is whole inside the cap but the last, which is cut.
+
+    decoded, seconds = timed(lambda: decode_image(data, PLAN_MAX_PIXELS))
+
+    assert seconds < WALK_TIME_BOUND_S
+    assert decoded.frame_count == len(frames) - 1
+
+
+@pytest.mark.parametrize("filler", [b"\xff\xfe\x00\x02", b"\xff", b"\x00"], ids=["empty comments", "fill", "junk"])
+def test_a_jpeg_with_9_mib_of_markers_or_filler_before_its_scan_is_invalid_at_once(filler):
+    small = encode(solid(128, (8, 8)), "JPEG")
+    after_app0 = 4 + int.from_bytes(small[4:6], "big")  # SOI, then APP0: the signature stays intact
+    data = small[:after_app0] + filler * (9 * MIB // len(filler)) + small[after_app0:]  # 3.8 s for the comments
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidImage, match="markers before its first scan"):
+        decode_image(data, PLAN_MAX_PIXELS)
+    assert time.perf_counter() - started < WALK_TIME_BOUND_S
+
+
+def test_a_jpeg_with_as_many_markers_as_the_cap_allows_is_decoded():
+    small = encode(solid(128, (8, 8)), "JPEG")
+    markers_in_small = 6  # SOI's successor up to SOS: APP0, DQT, SOF0, DHT x 2 or 4, ...; far under the cap
+    data = small[:2] + b"\xff\xfe\x00\x02" * (MAX_JPEG_MARKERS - 4 * markers_in_small) + small[2:]
+
+    assert decode_image(data, PLAN_MAX_PIXELS).frames[0].getpixel((0, 0))[0] in range(120, 137)
+
+
+# --- Conversions run on the shrunk frame: no full-size copy per conversion step.
+
+
+# Full-size conversions allowed: Pillow's resize premultiplies alpha (RGBa, La) once; a palette is expanded once.
+@pytest.mark.parametrize(
+    ("mode", "expanded"), [("RGBA", ["RGBa"]), ("LA", ["La"]), ("I;16", []), ("P", ["RGBA", "RGBa"])]
+)
+def test_a_large_frame_is_shrunk_before_it_is_converted(monkeypatch, mode, expanded):
+    if mode == "I;16":
+        big = Image.fromarray(np.full((1500, 2000), 40_000, dtype=np.uint16))
+    else:
+        big = Image.new(mode, (2000, 1500))
+    data = encode(big, "PNG", **({"transparency": 0} if mode == "P" else {}))
+    converted: list[tuple[str, tuple[int, int]]] = []
+    convert = Image.Image.convert
+
+    def spy(self, target=None, *args, **kwargs):
+        converted.append((target, self.size))
+        return convert(self, target, *args, **kwargs)
+
+    monkeypatch.setattr(Image.Image, "convert", spy)
+    (frame,) = decode_image(data, PLAN_MAX_PIXELS).frames
+
+    full_size = [target for target, size in converted if max(size) > MAX_FRAME_SIDE_PX]
+    assert full_size == expanded  # before: RGBA, then a composite and RGB, each at full size
+    assert frame.mode == "RGB" and frame.size == (512, 384)
+
+
+def test_a_large_float_tiff_is_scaled_on_the_shrunk_frame():
+    import tracemalloc
+
+    data = encode(Image.new("F", (4000, 3000), 0.5), "TIFF")  # 48 MB of float32 pixels
+    tracemalloc.start()
+    try:
+        (frame,) = decode_image(data, PLAN_MAX_PIXELS).frames
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MIB  # numpy's arrays (traced) were of the 512x384 frame, not of 12 MP (48-144 MB)
+    assert frame.getpixel((0, 0)) == (0, 0, 0)
