@@ -15,7 +15,7 @@ What it exposes (checked by tests/e2e/test_ray_locked.py):
   MODERATION_HAPROXY_STATS_PORT / MODERATION_HAPROXY_METRICS_PORT), so two graphs on one machine never clash;
   firewall them, or turn HAProxy off (MODERATION_HAPROXY=0) where even that is too much.
 
-Its files are private (issue 17: Ray's defaults put them under a shared `/tmp/haproxy-serve/<node>/`, made with
+Its files are private (Ray's defaults put them under a shared `/tmp/haproxy-serve/<node>/`, made with
 `exist_ok`, with a `mode 666 level admin` runtime socket that any local user could use to re-route traffic, and
 sockets of earlier runs left behind). Here the config, the admin and metrics sockets and the server-state file live
 in `<data dir>/hap/`, a directory of this user with mode 0700, emptied at every start (`private_run_dir`): the

@@ -1,4 +1,4 @@
-"""Parsing attacks against the real graph (issue 17, "Bounded parsing"), one test each, with time bounds.
+"""Parsing attacks against the real graph, one test each, with time bounds.
 
 Each attack runs from its own accounts while another account sends a short text: the attacker gets a clear 4xx,
 the other account is answered 200 within 5 s during the attack, and `/healthz` is 200 within 30 s after it.

@@ -1,4 +1,4 @@
-"""Attacks on the store and on /healthz, against the real graph (issue 17; SECURITY.md lists each).
+"""Attacks on the store and on /healthz, against the real graph (SECURITY.md lists each).
 
 - Unauthenticated fan-out: /healthz needs no key. Hundreds of calls at once cost no model call (each ingress
   replica checks the deployments every 2 s whatever the rate; Serve's own request counter of the model

@@ -47,7 +47,7 @@ class AsAddress:
 
 
 def test_a_source_sending_wrong_tokens_is_throttled_and_the_right_token_is_served_from_anywhere(redis_url):
-    """Issue 17: ten wrong tokens used to pause the admin API for everyone, the right token included."""
+    """Ten wrong tokens used to pause the admin API for everyone, the right token included."""
     services = Services.connect(redis_url, StubBackends())
     right = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     wrong = {"Authorization": "Bearer guess"}
