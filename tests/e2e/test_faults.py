@@ -62,12 +62,13 @@ def _load(base_url: str, key: dict, stop: threading.Event, seen: list) -> None:
 
 
 def _healed_after(seen: list, killed_at: float) -> float:
-    """Seconds from the kill to the first 200 that follows a refusal caused by it (waits up to RECOVERY_BOUND_S)."""
+    """Seconds from the kill to the first 200 after its last refusal, or after the kill itself when the client's
+    reconnects hid the restart altogether (waits up to RECOVERY_BOUND_S, and for answers 1 s past the kill)."""
     while True:
         answers = [(t, status) for t, status, *_ in list(seen) if t > killed_at]
-        first_refusal = next((t for t, status in answers if status != 200), None)
-        if first_refusal is not None:
-            back = next((t for t, status in answers if t > first_refusal and status == 200), None)
+        if answers and answers[-1][0] > killed_at + 1:
+            last_refusal = max((t for t, status in answers if status != 200), default=killed_at)
+            back = next((t for t, status in answers if t > last_refusal and status == 200), None)
             if back is not None:
                 return back - killed_at
         assert time.monotonic() - killed_at < RECOVERY_BOUND_S, f"no 200 within {RECOVERY_BOUND_S} s: {seen[-20:]}"

@@ -3,6 +3,7 @@ on the same port with its data, the client carries on by itself; a failed restar
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -118,3 +119,24 @@ def test_a_crash_loop_is_backed_off_not_restarted_every_poll():
         time.sleep(2)
     # Every poll would be about 200 starts; with the backoff (0, 0.2, 0.4, 0.4, ...) it is about 6.
     assert 3 <= store.starts <= 10, store.starts
+
+
+@pytest.mark.anyio
+async def test_the_services_client_carries_every_pooled_connection_over_a_restart_without_a_failed_command(tmp_path):
+    # Before RECONNECT_ONCE_BROKEN, each pooled connection the restart broke failed its next command (a 503 each).
+    from serve_app.services import Services
+
+    store = EmbeddedStore(tmp_path / "data")
+    store.start()
+    services = Services.connect(store.url_without_password, None, redis_password=store.password_path.read_text().strip())
+    limits = services.limits
+    try:
+        with StoreSupervisor(store, first_backoff_s=0.1) as supervisor:
+            await asyncio.gather(*(limits.take_quota(f"acct-{n}", 10) for n in range(20)))  # 20 pooled connections
+            os.kill(store.pid, signal.SIGKILL)
+            _until(lambda: supervisor.restarts == 1 and _answers(store.url))
+            taken = await asyncio.gather(*(limits.take_quota(f"acct-{n}", 10) for n in range(20)))
+            assert taken == [True] * 20
+            assert [await limits.quota_used(f"acct-{n}") for n in range(20)] == [2] * 20  # each ran once
+    finally:
+        store.stop()
