@@ -61,6 +61,15 @@ def _load(base_url: str, key: dict, stop: threading.Event, seen: list) -> None:
             seen.append((now, response.status_code, code, response.headers.get("Retry-After"), now - started))
 
 
+def _start_load(base_url: str, key: dict) -> tuple[threading.Event, list, list[threading.Thread]]:
+    """Four clients sending texts back to back until the event is set; their answers go to the list."""
+    stop, seen = threading.Event(), []
+    loaders = [threading.Thread(target=_load, args=(base_url, key, stop, seen)) for _ in range(4)]
+    for loader in loaders:
+        loader.start()
+    return stop, seen, loaders
+
+
 def _healed_after(seen: list, killed_at: float) -> float:
     """Seconds from the kill to the first 200 after its last refusal, or after the kill itself when the client's
     reconnects hid the restart altogether (waits up to RECOVERY_BOUND_S, and for answers 1 s past the kill)."""
@@ -89,10 +98,7 @@ def test_the_store_sigkilled_under_load_is_restarted_by_the_supervisor_and_nothi
     review_id = escalated["review_id"]
     before = client.get(f"/v1/review/{review_id}", headers=key).json()
     restarts = supervisor.restarts
-    stop, seen = threading.Event(), []
-    loaders = [threading.Thread(target=_load, args=(serve_graph["base_url"], key, stop, seen)) for _ in range(4)]
-    for loader in loaders:
-        loader.start()
+    stop, seen, loaders = _start_load(serve_graph["base_url"], key)
     try:
         time.sleep(2)
         killed_pid = store.pid
@@ -143,10 +149,7 @@ def test_a_model_replica_sigkilled_under_load_gives_200_or_503_and_serve_replace
     replicas = _text_model_replicas()
     assert replicas and replicas[0]["Pid"], "no live TextModel replica found"
     victim = replicas[0]
-    stop, seen = threading.Event(), []
-    loaders = [threading.Thread(target=_load, args=(serve_graph["base_url"], key, stop, seen)) for _ in range(4)]
-    for loader in loaders:
-        loader.start()
+    stop, seen, loaders = _start_load(serve_graph["base_url"], key)
     try:
         time.sleep(2)
         os.kill(victim["Pid"], signal.SIGKILL)  # the replica's worker process, as the OOM killer would

@@ -14,6 +14,13 @@ from runtime.embedded_store import EmbeddedStore
 from serve_app.services import Services
 
 
+
+def _eager_reporter(api) -> dict:
+    """A key whose profile escalates the first report of a reference to review."""
+    api.put_profile("eager", mode="enforce", report_threshold=0, categories={
+        "nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}})  # fmt: skip
+    return api.new_key(profile="eager")
+
 def _api(url: str, backends: StubBackends, rules: ReviewRules | None = None) -> tuple[TestClient, Api]:
     services = Services.connect(url, backends, inference_timeout_s=2, review_rules=rules)
     client = TestClient(public_and_admin(services), raise_server_exceptions=False)
@@ -37,9 +44,7 @@ def test_an_escalation_over_the_daily_cap_is_429(redis_url):
     with client:
         api.seed()
         key = api.new_key()
-        api.put_profile("eager", mode="enforce", report_threshold=0, categories={
-            "nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}})  # fmt: skip
-        key = api.new_key(profile="eager")
+        key = _eager_reporter(api)
         assert api.report(key, "a").json()["escalated"] is True
         assert_error(api.report(key, "b"), 429, "report_limit_exceeded")
 
@@ -127,9 +132,7 @@ def test_a_report_over_the_pending_cap_is_429_review_queue_full_and_counts_nothi
     client, api = _api(redis_url, backends, ReviewRules(pending_per_account=1))
     with client:
         api.seed()
-        api.put_profile("eager", mode="enforce", report_threshold=0, categories={
-            "nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}})  # fmt: skip
-        key = api.new_key(profile="eager")
+        key = _eager_reporter(api)
         assert api.report(key, "a").json()["escalated"] is True
         assert_error(api.report(key, "b"), 429, "review_queue_full")
 
