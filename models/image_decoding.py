@@ -210,8 +210,9 @@ def _walk_structure(data: bytes, image_format: str, max_pixels: int) -> int | No
     entry) and reads a PNG's chunks in Python, before and between the frames it decodes: a 1x1 GIF with 9 MB of
     one-byte comment blocks cost 1.6 s, 257 TIFF pages of 3,000 entries 8 s, a 1x1 PNG with 9 MB of empty chunks
     2.1 s, an 8x8 JPEG with 9 MB of empty comments 3.8 s, before any pixel. The walks here are capped
-    (``MAX_GIF_SUB_BLOCKS``, ``MAX_TIFF_ENTRIES``, ``MAX_PNG_CHUNKS``, ``MAX_JPEG_MARKERS``, ``MAX_SCAN_FRAMES``); the frames returned are those wholly inside the caps, so Pillow never
-    walks past them. A cap reached before the first frame is complete is InvalidImage.
+    (``MAX_GIF_SUB_BLOCKS``, ``MAX_TIFF_ENTRIES``, ``MAX_PNG_CHUNKS``, ``MAX_JPEG_MARKERS``, ``MAX_SCAN_FRAMES``);
+    the frames returned are those wholly inside the caps, so Pillow never walks past them. A cap reached before the
+    first frame is complete is InvalidImage.
     """
     if image_format == "GIF":
         return _walk_gif(data, max_pixels)

@@ -1,10 +1,10 @@
 """The steps every moderation request takes once its body is read and its items are built (`moderation.items`).
 
 Take the items' quota units (`Item.units`), score (the request's texts in one model call, each image in its own; an
-image is decoded on the model side, as part of its scoring), decide, queue a `review` decision. The units are taken before any costly
-work, and given back to the month they were taken from if the request then fails (invalid content or our own
-failure); a client that hangs up mid-request keeps them spent, since the work was done. Route handlers read the body;
-this module runs the rest and raises `moderation.errors`, never HTTP errors.
+image is decoded on the model side, as part of its scoring), decide, queue a `review` decision. The units are taken
+before any costly work, and given back to the month they were taken from if the request then fails (invalid content
+or our own failure); a client that hangs up mid-request keeps them spent, since the work was done. Route handlers read
+the body; this module runs the rest and raises `moderation.errors`, never HTTP errors.
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ class ModerationFlow:
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
     ) -> list[Moderated]:
-        """One unit per item (two for a text with spans: `Item.units`), all or none; every item scored, then all decided in one Policy call; then a review
-        queued per item decided `review`. Any failure gives every unit back and raises."""
+        """One unit per item (two for a text with spans: `Item.units`), all or none; every item scored, then all
+        decided in one Policy call; then a review queued per item decided `review`. Any failure gives every unit back
+        and raises."""
         async with _Charged(self.limits, caller, sum(item.units for item in items)):
             answers = await self._scored(items)
             decisions = await self._call_model(

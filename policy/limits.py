@@ -78,7 +78,8 @@ class Limits:
         await self._redis.zrem(redis_keys.work_in_progress(account), slot.slot_id)
 
     async def in_flight(self, account: str) -> int:
-        """Live slots of the account's work in progress (expired leases not counted)."""
+        """Live slots of the account's work in progress (expired leases not counted; by this process's clock, which
+        the script's Redis TIME matches on one machine: for tests and diagnostics, never for the decision)."""
         return await self._redis.zcount(redis_keys.work_in_progress(account), time.time(), "+inf")
 
     async def give_back_quota(self, account: str, now: float | None = None, units: int = 1) -> None:

@@ -73,7 +73,8 @@ class SuggestCommentScoreResponse(BaseModel):
 )
 async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) -> AnalyzeCommentResponse:
     # The comment is scored for the requested attributes, and its sentences too with `spanAnnotations`, in one model
-    # call; one unit, and one more for the spans (moderation/items.py: Item.units), decided and queued by the profile. (No docstring: it would become the operation's description.)
+    # call; one unit, and one more for the spans (moderation/items.py: Item.units), decided and queued by the profile.
+    # (No docstring: it would become the operation's description.)
     raw = await read_json(request, caller, "text", json_bytes_for(caller.plan.text_max_chars), '{"comment": ...}')
     text = _comment_text(raw)
     check_texts([text], caller.plan)

@@ -26,7 +26,9 @@ from serve_app.health import HealthMonitor, HealthRules, StoreMemory
 # A broken connection is reopened and its command sent again, up to 3 times within about 0.4 s. Only on a connection
 # error (as good as always a command that never reached a live server), never on a timeout: a slow command may have
 # run, and quota and rate-token scripts must not run twice.
-RECONNECT_ONCE_BROKEN = Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=3, supported_errors=(StoreConnectionError,))
+RECONNECT_ONCE_BROKEN = Retry(
+    ExponentialBackoff(cap=0.2, base=0.05), retries=3, supported_errors=(StoreConnectionError,)
+)
 
 
 @dataclass
