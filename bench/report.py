@@ -32,6 +32,8 @@ COLUMN_LABELS = {
 }
 LATENCY_SLACK_S = 0.005  # graph p50 at concurrency 1 at most 5 ms above the plain app's
 LIMIT_TARGET = 0.8  # nsfw + weapon + violence at least 0.8x the raw limit
+OVERLOAD_CLIENTS = 64
+OVERLOAD_TARGET = 0.9  # past saturation the graph keeps at least 0.9x its best throughput of the run
 KEEP_LEVER_GAIN = 1.05  # a lever is kept when it gains at least 5% throughput at 16 clients on every workload
 
 
@@ -128,6 +130,7 @@ def targets(results: Results) -> list[str]:
             lines.append(f"p50 at concurrency 1, {LABELS[name]}: graph {_ms(ours.p50_s)}, plain {_ms(theirs.p50_s)}, "
                          f"{extra * 1000:+.1f} ms (target <= +5 ms): "
                          f"{_verdict(extra <= LATENCY_SLACK_S, f'missed by {(extra - LATENCY_SLACK_S) * 1000:.1f} ms')}.")
+    lines.extend(overload_lines(results))
     strict = results.limit.get("image_strict")
     if strict and "image_strict" in graph.points:
         ours = point_at(graph.points["image_strict"], HEADLINE_CLIENTS)
@@ -139,6 +142,21 @@ def targets(results: Results) -> list[str]:
             f"(best {best.rps / strict.items_per_s:.2f} at {best.concurrency}) (target >= {LIMIT_TARGET}): "
             f"{_verdict(ratio >= LIMIT_TARGET, f'missed by {(LIMIT_TARGET - ratio) * 100:.0f} points')}."
         )
+    return lines
+
+
+def overload_lines(results: Results) -> list[str]:
+    """Past saturation: the graph's throughput at 64 clients against its best point of the same workload."""
+    lines = []
+    for name, points in results.columns["graph"].points.items():
+        loaded, best = point_at(points, OVERLOAD_CLIENTS), max(points, key=lambda p: p.rps, default=None)
+        if loaded is None or best is None or not best.rps:
+            continue
+        ratio = loaded.rps / best.rps
+        refused = f"; {loaded.errors} refused ({', '.join(map(str, loaded.statuses))})" if loaded.errors else ""
+        lines.append(f"Overload, {LABELS[name]}: graph at {OVERLOAD_CLIENTS} clients {loaded.rps:.1f} req/s = "
+                     f"{ratio:.2f} of its peak ({best.rps:.1f} at {best.concurrency}){refused} (target >= "
+                     f"{OVERLOAD_TARGET}): {_verdict(ratio >= OVERLOAD_TARGET, f'missed by {(OVERLOAD_TARGET - ratio) * 100:.0f} points')}.")
     return lines
 
 

@@ -43,4 +43,5 @@ def build_app(args: BuildArgs) -> Application:
         review_rules=settings.review_rules(),
         time_limits=settings.time_limits(),
         health_rules=settings.health_rules(),
+        admission_rules=settings.admission_rules(),
     )

@@ -10,6 +10,7 @@ from ray.serve.handle import DeploymentHandle
 
 from deployments.handles import ServeBackends
 from deployments.metrics import RequestMetrics, record_store_memory
+from moderation.admission import AdmissionRules
 from policy.review_queue import ReviewRules
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
@@ -36,6 +37,7 @@ class ModerationIngress:
         review_rules: ReviewRules | None = None,
         time_limits: TimeLimits = TimeLimits(),
         health_rules: HealthRules = HealthRules(),
+        admission_rules: dict[str, AdmissionRules] | None = None,
     ):
         # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
         password = Path(redis_password_file).read_text().strip() if redis_password_file else None
@@ -48,6 +50,7 @@ class ModerationIngress:
             review_rules=review_rules,
             health_rules=health_rules,
             on_store_memory=record_store_memory,
+            admission=admission_rules,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
         await seed_config(self._services.config, Path(config_dir))

@@ -13,12 +13,13 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from models.image_decoding import ImageRefused
 from models.text_scoring import TextRequest, TextScores
+from moderation.admission import ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
 from moderation.items import Item
@@ -67,9 +68,13 @@ class Moderated:
 
 
 class ModerationFlow:
-    def __init__(self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float):
+    def __init__(
+        self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
+        admission: ModelAdmission | None = None,
+    ):
+        """`admission`: each model's gate (moderation/admission.py); None lets every call through at once."""
         self.limits, self.reviews, self.backends = limits, reviews, backends
-        self.inference_timeout_s = inference_timeout_s
+        self.inference_timeout_s, self.admission = inference_timeout_s, admission
 
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
@@ -78,7 +83,7 @@ class ModerationFlow:
         decided in one Policy call; then a review queued per item decided `review`. Any failure gives every unit back
         and raises."""
         async with _Charged(self.limits, caller, sum(item.units for item in items)):
-            answers = await self._scored(items)
+            answers = await self._scored(caller, items)
             decisions = await self._call_model(
                 self.backends.decide_many(
                     [(scored.categories, item.kind) for item, (scored, _) in zip(items, answers)],
@@ -92,12 +97,22 @@ class ModerationFlow:
                 for item, (scored, span_scores), decision in zip(items, answers, decisions)
             ]
 
-    async def _scored(self, items: Sequence[Item]) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
+    async def _scored(
+        self, caller: Caller, items: Sequence[Item]
+    ) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
         """Each item's model answer and its spans' scores: every text of the request (spans included) in one model
-        call, which costs the model one place in its queue however many texts; each image in a call of its own."""
+        call, which costs the model one place in its queue however many texts; each image in a call of its own.
+        Each call waits for its model's admission first, within the call's time limit."""
         texts = [request for item in items if item.kind == "text" for request in (item.content, *item.span_requests())]
-        images = [self._call_model(self.backends.score_upload(item.content)) for item in items if item.kind == "image"]
-        text_answers, *image_answers = await _all_or_none([self._call_model(self._score_texts(texts)), *images])
+        images = [
+            self._call_model(self._admitted("image", caller, lambda item=item: self.backends.score_upload(item.content)))
+            for item in items if item.kind == "image"
+        ]
+        # Short and long text work queue apart, as they run apart on the model (its two lanes).
+        text_kind = "text" if is_short_text_work([request.text for request in texts]) else "long_text"
+        text_call = self._call_model(self._admitted(text_kind, caller, lambda: self._score_texts(texts))) if texts \
+            else _no_texts()
+        text_answers, *image_answers = await _all_or_none([text_call, *images])
         text_answers, image_answers = iter(text_answers), iter(image_answers)
         answers = []
         for item in items:
@@ -108,9 +123,13 @@ class ModerationFlow:
                 answers.append((whole, tuple(next(text_answers).categories for _ in item.spans)))
         return answers
 
+    async def _admitted(self, kind: str, caller: Caller, call: Callable[[], Awaitable[T]]) -> T:
+        if self.admission is None:
+            return await call()
+        async with self.admission.admitted(kind, caller.account):
+            return await call()
+
     async def _score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
-        if not requests:
-            return []
         if len(requests) == 1 and is_short_text_work([requests[0].text]):
             # One short text alone takes the model deployment's own batching (@serve.batch), with other requests'
             # short texts; a long one would make every text of that batch wait for its windows.
@@ -154,6 +173,10 @@ class ModerationFlow:
             raise ModelUnavailable(
                 "The policy service is unavailable; nothing was decided." if what == "policy" else None
             ) from exc
+
+
+async def _no_texts() -> list[TextScores]:
+    return []
 
 
 async def _all_or_none(calls: list[Awaitable[T]]) -> list[T]:

@@ -10,6 +10,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as StoreConnectionError
 
+from moderation.admission import AdmissionRules, ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from policy.audit import AuditLog, AuditRules
@@ -56,9 +57,11 @@ class Services:
         audit_rules: AuditRules | None = None,
         health_rules: HealthRules | None = None,
         on_store_memory: Callable[[StoreMemory], None] | None = None,
+        admission: dict[str, AdmissionRules] | None = None,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own).
-        `on_store_memory`: called with the store's memory at each health check (the ingress records a metric)."""
+        `on_store_memory`: called with the store's memory at each health check (the ingress records a metric).
+        `admission`: the gates of the models' calls (moderation/admission.py); None lets every call through."""
         redis = Redis.from_url(
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
             retry=RECONNECT_ONCE_BROKEN,
@@ -69,7 +72,9 @@ class Services:
             limits=limits,
             reviews=reviews,
             backends=backends,
-            flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
+            flow=ModerationFlow(
+                limits, reviews, backends, inference_timeout_s, ModelAdmission(admission) if admission else None
+            ),
             feedback=FeedbackStore(redis),
             audit=AuditLog(redis, audit_rules),
             time_limits=time_limits,

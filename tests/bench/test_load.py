@@ -2,7 +2,9 @@
 
 import math
 
-from bench.load import percentile, point_budget, summarize
+import httpx
+
+from bench.load import percentile, point_budget, retry_after_s, summarize
 
 
 def test_percentile_is_nearest_rank():
@@ -28,3 +30,14 @@ def test_summary_counts_requests_per_second_and_failures():
 def test_point_budget_grows_with_clients():
     assert point_budget(1, 40) == 40
     assert point_budget(64, 40) == 256
+
+
+def test_a_refusals_retry_after_is_honoured_and_nothing_else_waits():
+    def answer(status: int, **headers: str) -> httpx.Response:
+        return httpx.Response(status, headers=headers)
+
+    assert retry_after_s(answer(503, **{"Retry-After": "2"})) == 2.0
+    assert retry_after_s(answer(429, **{"Retry-After": "1"})) == 1.0
+    assert retry_after_s(answer(503)) == 0.0
+    assert retry_after_s(answer(400, **{"Retry-After": "5"})) == 0.0  # only refusals a retry can fix
+    assert retry_after_s(answer(503, **{"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"})) == 0.0  # no dates here

@@ -1,6 +1,9 @@
 """The benchmark page's pure parts: the ratio line a script reads, and batch sizes from Ray's metrics text."""
 
-from bench.report import format_ratio_line
+from types import SimpleNamespace
+
+from bench.load import Point
+from bench.report import Results, format_ratio_line, overload_lines
 from bench.service import batch_sizes
 
 
@@ -28,3 +31,26 @@ def test_batch_sizes_come_from_bucket_deltas_over_replicas():
 
 def test_no_batches_no_entry():
     assert batch_sizes("", "") == {}
+
+
+def _results_with_graph_points(points: list[Point]) -> Results:
+    results = Results(plan=None, versions={}, cores=2, levers=[], load_before="")
+    results.columns["graph"] = SimpleNamespace(points={"text": points})
+    return results
+
+
+def _point(concurrency: int, requests: int, errors: int = 0, statuses=()) -> Point:
+    return Point(concurrency, requests, errors, 1.0, 0.1, 0.2, 0.3, statuses)
+
+
+def test_the_overload_line_compares_64_clients_with_the_workloads_best_point():
+    kept = _results_with_graph_points([_point(16, 100), _point(32, 104), _point(64, 95)])
+    [line] = overload_lines(kept)
+    assert "95.0 req/s = 0.91 of its peak (104.0 at 32)" in line and "met" in line and "missed" not in line
+    collapsed = _results_with_graph_points([_point(16, 100), _point(64, 60, errors=7, statuses=(503,))])
+    [line] = overload_lines(collapsed)
+    assert "0.60 of its peak" in line and "7 refused (503)" in line and "missed by 30 points" in line
+
+
+def test_no_64_client_point_no_overload_line():
+    assert overload_lines(_results_with_graph_points([_point(16, 100)])) == []

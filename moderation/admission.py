@@ -1,0 +1,146 @@
+"""Admission control in front of a model: at most a few calls at once, the rest waiting their turn by account, and the
+excess refused early.
+
+Past saturation, more calls in flight to a model do not make more answers. Serve's router keeps the calls a replica
+cannot take yet and retries them against the replicas, which costs CPU on both sides for every waiting call: measured
+on two cores, the model replica spent 7 ms of CPU per short text at 16 concurrent clients and 10-15 ms at 64, and the
+graph's short-text throughput fell to about 70% of its peak. Waiting here costs a future.
+
+So each ingress replica lets at most `max_active` calls go to a model at once. A call past that waits in this
+process, and the waiting calls are let through account by account in turn (round robin), so one account's flood
+waits behind its own calls, not in front of another's. A call whose wait would be longer than `max_wait_s` (the
+waiting calls ahead of it, divided by the calls that run at once, times how long a call takes: a moving average) is
+refused at once with `Overloaded` (503, Retry-After), before any model time is spent on it, as is a call past
+`max_waiting` waiting calls: the excess is shed early and the admitted calls keep the peak throughput.
+
+Pure asyncio, one event loop: nothing here is thread-safe, and nothing needs to be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from moderation.errors import Overloaded
+
+# How much of each finished call's duration the moving average takes: the last few dozen calls weigh most.
+DURATION_SMOOTHING = 0.1
+
+
+@dataclass(frozen=True)
+class AdmissionRules:
+    """One model's gate: calls at once, calls waiting at most, and the longest expected wait admitted."""
+
+    max_active: int
+    max_waiting: int = 256
+    max_wait_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.max_active < 1 or self.max_waiting < 0 or self.max_wait_s <= 0:
+            raise ValueError("admission needs max_active >= 1, max_waiting >= 0 and max_wait_s > 0")
+
+
+class FairAdmission:
+    def __init__(self, rules: AdmissionRules, clock: Callable[[], float] = time.monotonic):
+        self.rules, self._clock = rules, clock
+        self.active = 0
+        self._waiting: OrderedDict[str, deque[asyncio.Future]] = OrderedDict()  # by account, in turn order
+        self._waiting_count = 0
+        self.mean_call_s: float | None = None  # none measured yet: only the count bound refuses
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting_count
+
+    def expected_wait_s(self, ahead: int) -> float:
+        """How long a call with `ahead` calls waiting before it should wait: rounds of `max_active` calls."""
+        if self.mean_call_s is None:
+            return 0.0
+        return (ahead // self.rules.max_active + 1) * self.mean_call_s
+
+    @asynccontextmanager
+    async def admitted(self, account: str) -> AsyncIterator[None]:
+        """Holds one of the model's places for the body of the `async with`; raises Overloaded instead of waiting
+        past the rules."""
+        await self._enter(account)
+        started = self._clock()
+        try:
+            yield
+        finally:
+            self._measured(self._clock() - started)
+            self._leave()
+
+    async def _enter(self, account: str) -> None:
+        if self.active < self.rules.max_active and not self._waiting_count:
+            self.active += 1
+            return
+        if self._waiting_count >= self.rules.max_waiting or \
+                self.expected_wait_s(self._waiting_count) > self.rules.max_wait_s:
+            raise Overloaded()
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(account, deque()).append(turn)
+        self._waiting_count += 1
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._leave()  # the place was handed over just as the caller gave up: pass it on
+            else:
+                self._forget(account, turn)
+            raise
+
+    def _leave(self) -> None:
+        self.active -= 1
+        while self.active < self.rules.max_active and self._waiting:
+            account, turns = next(iter(self._waiting.items()))
+            turn = turns.popleft()
+            self._waiting_count -= 1
+            if turns:
+                self._waiting.move_to_end(account)  # this account's next call waits for every other account's turn
+            else:
+                del self._waiting[account]
+            if not turn.done():
+                turn.set_result(None)
+                self.active += 1
+
+    def _forget(self, account: str, turn: asyncio.Future) -> None:
+        turns = self._waiting.get(account)
+        if turns is not None and turn in turns:
+            turns.remove(turn)
+            self._waiting_count -= 1
+            if not turns:
+                del self._waiting[account]
+
+    def _measured(self, seconds: float) -> None:
+        if self.mean_call_s is None:
+            self.mean_call_s = seconds
+        else:
+            self.mean_call_s += DURATION_SMOOTHING * (seconds - self.mean_call_s)
+
+
+# The gates' defaults, per kind of model work (runtime/settings.py reads them from here). Each is what the model
+# deployment takes at once without turning calls away to the router (serve_config.yaml's max_ongoing_requests: 16
+# for a TextModel or ImageModel replica), and for long text work the replicas' long lanes (a thread each, at most
+# two replicas). Measured on two cores at 64 clients of short texts: with the gate at 16 the TextModel spent 7.7 ms
+# of CPU per text (7.1 at 16 clients), without it 10-15 ms; at 8, throughput was lower (docs/operating.md, Overload).
+DEFAULT_ADMISSION = {
+    "text": AdmissionRules(max_active=16),
+    "long_text": AdmissionRules(max_active=2),
+    "image": AdmissionRules(max_active=16),
+}
+
+
+class ModelAdmission:
+    """A gate per kind of model work the flow calls for: short text work, long text work (the TextModel runs the two
+    on lanes of their own, so neither waits behind the other here either) and images. The Policy is cheap and
+    called once per request, after scoring: no gate."""
+
+    def __init__(self, rules: dict[str, AdmissionRules] = DEFAULT_ADMISSION):
+        self.gates = {kind: FairAdmission(kind_rules) for kind, kind_rules in rules.items()}
+
+    def admitted(self, kind: str, account: str):
+        return self.gates[kind].admitted(account)
