@@ -8,10 +8,12 @@ graph's short-text throughput fell to about 70% of its peak. Waiting here costs 
 
 So each ingress replica lets at most `max_active` calls go to a model at once. A call past that waits in this
 process, and the waiting calls are let through account by account in turn (round robin), so one account's flood
-waits behind its own calls, not in front of another's. A call whose wait would be longer than `max_wait_s` (the
-waiting calls ahead of it, divided by the calls that run at once, times how long a call takes: a moving average) is
-refused at once with `Overloaded` (503, Retry-After), before any model time is spent on it, as is a call past
-`max_waiting` waiting calls: the excess is shed early and the admitted calls keep the peak throughput.
+waits behind its own calls, not in front of another's. A call is refused at once, before any model time is spent on
+it, when its expected wait is over `max_wait_s` (the calls its turn comes after, in rounds of `max_active`, times how
+long a call takes: a moving average): with `TooManyInFlight` (429) when its own account has calls waiting already
+(that account's flood is what would make it wait), with `Overloaded` (503, Retry-After) when it has none (the model
+is overloaded for everyone); and with `Overloaded` past `max_waiting` waiting calls. The excess is shed early, its
+own tenant's first, and the admitted calls keep the peak throughput.
 
 Pure asyncio, one event loop: nothing here is thread-safe, and nothing needs to be.
 """
@@ -25,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from moderation.errors import Overloaded
+from moderation.errors import Overloaded, TooManyInFlight
 
 # How much of each finished call's duration the moving average takes: the last few dozen calls weigh most.
 DURATION_SMOOTHING = 0.1
@@ -56,8 +58,14 @@ class FairAdmission:
     def waiting(self) -> int:
         return self._waiting_count
 
+    def ahead_of_next_call(self, account: str) -> int:
+        """The waiting calls a new call of `account` would be let through after: its account's own, and for every
+        other account as many as take their turns first (one per round, up to the new call's round)."""
+        own = len(self._waiting.get(account, ()))
+        return own + sum(min(len(turns), own + 1) for other, turns in self._waiting.items() if other != account)
+
     def expected_wait_s(self, ahead: int) -> float:
-        """How long a call with `ahead` calls waiting before it should wait: rounds of `max_active` calls."""
+        """How long a call with `ahead` calls to be let through before it should wait: rounds of `max_active`."""
         if self.mean_call_s is None:
             return 0.0
         return (ahead // self.rules.max_active + 1) * self.mean_call_s
@@ -78,9 +86,10 @@ class FairAdmission:
         if self.active < self.rules.max_active and not self._waiting_count:
             self.active += 1
             return
-        if self._waiting_count >= self.rules.max_waiting or \
-                self.expected_wait_s(self._waiting_count) > self.rules.max_wait_s:
+        if self._waiting_count >= self.rules.max_waiting:
             raise Overloaded()
+        if self.expected_wait_s(self.ahead_of_next_call(account)) > self.rules.max_wait_s:
+            raise TooManyInFlight() if account in self._waiting else Overloaded()
         turn = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(account, deque()).append(turn)
         self._waiting_count += 1

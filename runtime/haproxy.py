@@ -75,7 +75,7 @@ def fits_socket_paths(run_dir: Path) -> bool:
     return len(os.fsencode(run_dir)) + 1 + NODE_ID_CHARS + 1 + longest <= MAX_SOCKET_PATH
 
 
-def _remove_private_dir(path: Path) -> None:
+def remove_private_dir(path: Path) -> None:
     """Removes `path` if it is a real directory of this user (never follows a link someone planted)."""
     try:
         info = path.lstat()
@@ -96,7 +96,7 @@ def remove_fallback_dir(data_dir: Path) -> None:
     if record.is_file():
         earlier = Path(record.read_text().strip())
         if earlier.name.startswith(FALLBACK_PREFIX):
-            _remove_private_dir(earlier)
+            remove_private_dir(earlier)
         record.unlink()
 
 
@@ -108,7 +108,7 @@ def private_run_dir(data_dir: Path) -> Path:
     remove_fallback_dir(data_dir)
     record = data_dir / FALLBACK_RECORD
     run_dir = data_dir / RUN_DIR
-    _remove_private_dir(run_dir)
+    remove_private_dir(run_dir)
     if fits_socket_paths(run_dir):
         run_dir.mkdir(mode=0o700)
         run_dir.chmod(0o700)  # whatever the umask

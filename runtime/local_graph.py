@@ -19,7 +19,7 @@ import httpx
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore, free_port  # free_port: the tests and bench take it from here
 from runtime.haproxy import remove_fallback_dir
-from runtime.ray_cluster import start_local_ray
+from runtime.ray_cluster import remove_ray_temp_dir, start_local_ray
 from runtime.settings import PROJECT_ROOT, Settings
 from runtime.store_supervisor import StoreSupervisor
 
@@ -87,6 +87,7 @@ def local_graph(
             serve.shutdown()
             ray.shutdown()
         remove_fallback_dir(Path(workdir))
+        remove_ray_temp_dir(Path(workdir))  # tests and benchmarks keep no Ray logs past their run
         supervisor.stop()
         redis_server.stop()
 

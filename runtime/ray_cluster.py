@@ -6,17 +6,21 @@ data dir and handed to Ray through RAY_AUTH_TOKEN_PATH (never through a runtime_
 Secrets never travel in the replicas' runtime_env either: `replica_env` drops them. Nor in the environment Ray's
 processes inherit from this one: `start_local_ray` removes them from it first (`SECRET_VARIABLES`; the settings were
 read before, and the store's password travels as a 0600 file's path).
+
+Ray's session files (its logs and Unix sockets) go to a private directory, not Ray's default `/tmp/ray`, which is
+made 0777 for every user of the machine: `private_ray_temp_dir`.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from runtime.embedded_store import free_port
-from runtime.haproxy import use_haproxy
+from runtime.haproxy import remove_private_dir, use_haproxy
 
 LOOPBACK = "127.0.0.1"
 # How long a stopping ingress replica keeps serving under Serve's direct ingress, so that HAProxy stops routing to it
@@ -29,6 +33,9 @@ SECRET_SETTINGS = frozenset({"MODERATION_ADMIN_TOKEN"})
 # What no Ray process may inherit from the process that starts Ray: the admin token, and an external store's URL,
 # which may carry its password (the replicas get the URL without it, and the password as a file: runtime/run.py).
 SECRET_VARIABLES = SECRET_SETTINGS | {"REDIS_URL"}
+# Ray's temp dir: a fresh mkdtemp directory each start, its path recorded under the data dir.
+RAY_TEMP_RECORD = "ray-temp.path"
+RAY_TEMP_PREFIX = "mod-ray-"
 
 
 def ray_token_file(data_dir: Path) -> Path:
@@ -40,6 +47,30 @@ def ray_token_file(data_dir: Path) -> Path:
         with os.fdopen(fd, "w") as file:
             file.write(secrets.token_hex(32))
     return path
+
+
+def private_ray_temp_dir(data_dir: Path) -> Path:
+    """A fresh directory for Ray's session files: mkdtemp's (mode 0700, a random name created atomically, so no other
+    user can read the logs, reach the sockets or create it first), in the temp dir because Ray's socket paths under
+    it must stay short (a Unix socket path holds 107 bytes). Its path is kept in `<data dir>/ray-temp.path`, and the
+    directory an earlier start recorded there is removed first: the last run's logs stay until the next start."""
+    data_dir = Path(data_dir).absolute()
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    remove_ray_temp_dir(data_dir)
+    fresh = Path(tempfile.mkdtemp(prefix=RAY_TEMP_PREFIX))
+    (data_dir / RAY_TEMP_RECORD).write_text(str(fresh))
+    return fresh
+
+
+def remove_ray_temp_dir(data_dir: Path) -> None:
+    """Removes the Ray temp dir recorded under `data_dir`, if any (never a directory of another user, or one that is
+    not ours by its name)."""
+    record = Path(data_dir).absolute() / RAY_TEMP_RECORD
+    if record.is_file():
+        earlier = Path(record.read_text().strip())
+        if earlier.name.startswith(RAY_TEMP_PREFIX):
+            remove_private_dir(earlier)
+        record.unlink()
 
 
 def start_local_ray(
@@ -58,6 +89,7 @@ def start_local_ray(
     service's own (deployments/metrics.py) included; on loopback, like the node. None: a port Ray picks.
     `haproxy`: Serve's HAProxy ingress in front of the ingress replicas (runtime/haproxy.py: why, and what it
     exposes); its stats and exporter ports are free ones unless given.
+    Ray's session files go to `private_ray_temp_dir(data_dir)`.
     """
     import ray
 
@@ -73,6 +105,7 @@ def start_local_ray(
         log_to_driver=log_to_driver,
         _node_ip_address=LOOPBACK,
         _metrics_export_port=metrics_port,
+        _temp_dir=str(private_ray_temp_dir(data_dir)),
     )
 
 

@@ -70,7 +70,9 @@ def test_twenty_concurrent_reports_of_one_account_are_all_served(client, new_key
 
 
 def test_one_account_past_its_plans_max_in_flight_gets_429_while_another_is_served(client, new_key):
-    # 40 long texts at once (the plan's burst): at most max_in_flight (32) are scored at once, the rest get 429.
+    # 40 long texts at once (the plan's burst): at most max_in_flight (32) are in progress at once, and of those only
+    # as many as the long-text gate's expected wait admits are left to wait (moderation/admission.py); every other
+    # one is refused with 429, the flooder's own, while another account is served.
     from bench.inputs import long_text
 
     flooder, other = new_key(account="flooder"), new_key(account="flood-bystander")
@@ -82,7 +84,7 @@ def test_one_account_past_its_plans_max_in_flight_gets_429_while_another_is_serv
         _answered_within(client, other, SERVED_WITHIN_S)
         responses = [future.result() for future in answers]
     refused = [r for r in responses if r.status_code != 200]
-    assert 1 <= len(refused) <= 40 - 32 and len(responses) - len(refused) >= 32, [r.status_code for r in responses]
+    assert 8 <= len(refused) < 40, [r.status_code for r in responses]  # past 32 in progress, at least 8 are refused
     for response in refused:
         assert response.status_code == 429 and response.headers["Retry-After"] == "1", response.text
         assert response.json()["error"]["code"] == "too_many_requests_in_flight"

@@ -1,6 +1,7 @@
 """Ray is locked: the e2e graph's cluster binds loopback, needs its token, keeps the token 0600, and its logs
 hold no API key, admin token or store password; its processes' environments hold neither the admin token nor the
-store URL; HAProxy's sockets and config are in a private 0700 directory, none under /tmp/haproxy-serve."""
+store URL; HAProxy's sockets and config, and Ray's own session files, are in private 0700 directories, none under
+/tmp/haproxy-serve or /tmp/ray."""
 
 from __future__ import annotations
 
@@ -237,3 +238,12 @@ def test_haproxy_sockets_and_config_are_in_a_private_dir_and_none_in_tmp(serve_g
     assert (run_dir / node_id / "haproxy.cfg").is_file()
     assert not Path("/tmp/haproxy-serve", node_id).exists()
     assert not str(run_dir).startswith("/tmp/haproxy-serve")
+
+
+def test_rays_session_files_are_in_a_private_dir_not_the_shared_tmp_ray(serve_graph):
+    session = Path(ray._private.worker._global_node.get_session_dir_path())
+    temp_dir = session.parent
+    info = temp_dir.lstat()
+    assert stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
+    assert temp_dir != Path("/tmp/ray") and (serve_graph["workdir"] / "ray-temp.path").read_text() == str(temp_dir)
+    assert any(path.is_socket() for path in (session / "sockets").iterdir())  # Ray's own sockets are in there

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from moderation.admission import AdmissionRules, FairAdmission, ModelAdmission
-from moderation.errors import Overloaded
+from moderation.errors import Overloaded, TooManyInFlight
 
 pytestmark = pytest.mark.anyio
 
@@ -67,29 +67,45 @@ async def test_past_max_waiting_a_call_is_refused_at_once():
     await asyncio.gather(*tasks)
 
 
-async def test_a_call_whose_expected_wait_is_over_max_wait_is_refused_before_it_waits():
-    clock = Clock()
+async def measured_gate(clock: Clock) -> FairAdmission:
+    """A gate of 2 calls at once, a 3 s bound, that has measured one call of 1 s (a round of two calls: 1 s)."""
     gate = FairAdmission(AdmissionRules(max_active=2, max_wait_s=3.0), clock)
     first = asyncio.Event()
-    # One measured call of 1 s: the gate now expects a round of two calls to take 1 s.
     task = asyncio.create_task(hold(gate, "a", first, []))
     await settle()
     clock.now += 1.0
     first.set()
     await task
     assert gate.mean_call_s == pytest.approx(1.0)
-    release = asyncio.Event()
-    tasks = [asyncio.create_task(hold(gate, "a", release, [])) for _ in range(2 + 4)]  # 2 run, 4 wait: 2 rounds
+    return gate
+
+
+async def test_an_account_whose_own_waiting_calls_would_make_its_next_wait_too_long_gets_429_and_others_still_wait():
+    gate, release = await measured_gate(Clock()), asyncio.Event()
+    tasks = [asyncio.create_task(hold(gate, "flood", release, [])) for _ in range(2 + 6)]  # 2 run; 6 wait (3 rounds)
     await settle()
-    # A fifth and a sixth waiter would wait 3 rounds of 1 s: admitted.
-    assert gate.expected_wait_s(4) == gate.expected_wait_s(5) == pytest.approx(3.0)
-    tasks += [asyncio.create_task(hold(gate, "b", release, [])) for _ in range(2)]
+    assert gate.waiting == 6 and gate.expected_wait_s(gate.ahead_of_next_call("flood")) == pytest.approx(4.0)
+    with pytest.raises(TooManyInFlight):
+        await hold(gate, "flood", release, [])
+    # Another account's call goes in at the next round: 1 s, admitted.
+    assert gate.expected_wait_s(gate.ahead_of_next_call("quiet")) == pytest.approx(1.0)
+    tasks.append(asyncio.create_task(hold(gate, "quiet", release, [])))
     await settle()
-    assert gate.waiting == 6 and gate.expected_wait_s(gate.waiting) == pytest.approx(4.0)
-    with pytest.raises(Overloaded):
-        await hold(gate, "c", release, [])
+    assert gate.waiting == 7
     release.set()
     await asyncio.gather(*tasks)
+
+
+async def test_when_even_an_account_with_nothing_waiting_would_wait_too_long_the_call_is_overloaded_503():
+    gate, release = await measured_gate(Clock()), asyncio.Event()
+    running = [asyncio.create_task(hold(gate, "r", release, [])) for _ in range(2)]
+    waiting = [asyncio.create_task(hold(gate, f"site-{n}", release, [])) for n in range(6)]  # one each: 3 rounds
+    await settle()
+    assert gate.expected_wait_s(gate.ahead_of_next_call("new")) == pytest.approx(4.0)
+    with pytest.raises(Overloaded):
+        await hold(gate, "new", release, [])
+    release.set()
+    await asyncio.gather(*running, *waiting)
 
 
 async def test_a_waiting_call_that_is_cancelled_leaves_the_line_and_takes_no_place():

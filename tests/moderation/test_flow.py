@@ -341,4 +341,5 @@ async def test_a_wait_at_the_gate_counts_against_the_models_time_limit(redis_cli
     backends.delay_s = 0.4  # two calls in a row: the second's wait and call together pass the 0.5 s limit
     results = await asyncio.gather(flow.moderate_many(caller(), [text("a")]), flow.moderate_many(caller(), [text("b")]),
                                    return_exceptions=True)  # fmt: skip
-    assert isinstance(results[0], list) and isinstance(results[1], ModelUnavailable)
+    # Whichever takes the gate first is answered; the other's wait and call pass the limit.
+    assert sorted(type(result).__name__ for result in results) == ["ModelUnavailable", "list"]
