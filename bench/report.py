@@ -334,12 +334,15 @@ def settings(results: Results) -> list[str]:
         f"Raw limit: the models in-process, torch and onnxruntime on 1 thread, batches of {BATCH} inputs already "
         f"decoded, {plan.limit_s:.0f} s per workload, from 1 process and from {results.cores} processes started "
         "together (bench/limit.py).",
-        f"Load: httpx.AsyncClient on loopback, keep-alive, clients spread over 8 accounts (the plan admits 32 in "
-        f"flight per account); each client warms its connection with one unmeasured request; a point is "
-        f"max({plan.min_requests}, 4 x clients) requests or {plan.max_point_s:.0f} s, whichever comes first; latency "
-        "= each request's time as the client sees it; percentiles nearest-rank; req/s counts answered requests (2xx) "
-        "only: failures (503 `overloaded`, the service shedding load when its decode queue or deadlines are "
-        "full, by design; 0 = no HTTP answer) are counted apart in the req/s cell (bench/load.py).",
+        f"Load: one httpx.AsyncClient per client on loopback (its own keep-alive connection: a pool shared by 64 "
+        f"connections cost the load generator several times more CPU per request, taken from the service on the "
+        f"same cores), clients spread over 8 accounts (the plan admits 32 in flight per account); each client warms "
+        f"its connection with one unmeasured request; a point is max({plan.min_requests}, 4 x clients) requests or "
+        f"{plan.max_point_s:.0f} s, whichever comes first; latency = each request's time as the client sees it; "
+        "percentiles nearest-rank; req/s counts answered requests (2xx) only: refusals (429, 503 `overloaded`: the "
+        "service shedding load early, by design; 0 = no HTTP answer) are counted apart in the req/s cell, and a "
+        "refused client waits the refusal's Retry-After before its next request, as a well-behaved client does "
+        "(bench/load.py).",
         "Side by side: the plain app starts first and stays up; the graph starts, warms up, then every point is "
         "measured on the graph and right after on the plain app (same workload, same concurrency), so both see the "
         "same background load of this shared machine; the idle graph (its controller, autoscaler and metrics "

@@ -105,7 +105,8 @@ def start_local_ray(
         log_to_driver=log_to_driver,
         _node_ip_address=LOOPBACK,
         _metrics_export_port=metrics_port,
-        _temp_dir=str(private_ray_temp_dir(data_dir)),
+        # A directory inside the private one: Ray makes its temp dir 0777 itself, so the 0700 parent is the lock.
+        _temp_dir=str(private_ray_temp_dir(data_dir) / "r"),
     )
 
 
