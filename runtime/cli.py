@@ -10,6 +10,7 @@
     moderation-admin usage acme
     moderation-admin feedback acme --limit 20
     moderation-admin audit --limit 50 [--before 1764043200000-0]
+    moderation-admin webhooks create acme --url https://hooks.example/moderation   (runtime/cli_webhooks.py)
 
 The admin listener's address comes from --url or MODERATION_ADMIN_URL (default http://127.0.0.1:8001),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import httpx
 import yaml
+
+from runtime.cli_webhooks import add_webhook_commands, webhook_request
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,12 +67,15 @@ def _parser() -> argparse.ArgumentParser:
     decide = reviews.add_parser("decide")
     decide.add_argument("id", type=int)
     decide.add_argument("status", choices=["approved", "rejected"])
+    add_webhook_commands(groups)
     return parser
 
 
 def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
     """The (method, path, httpx keyword arguments) of a parsed command."""
     group, action = args.group, getattr(args, "action", None)
+    if group == "webhooks":
+        return webhook_request(args)
     if group == "usage":
         return "GET", f"/admin/v1/accounts/{args.account}/usage", {}
     if group == "feedback":

@@ -15,8 +15,10 @@ from moderation.flow import ModerationFlow
 from policy.audit import AuditLog, AuditRules
 from policy.feedback import FeedbackStore
 from policy.limits import Limits
+from policy.outbox import Outbox
 from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
+from policy.webhooks import WebhookRules, WebhookStore
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
 
@@ -42,6 +44,8 @@ class Services:
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
     audit: AuditLog | None = None  # the admin audit log (written by the admin app only)
     health: HealthMonitor | None = None  # what /healthz answers; None in the admin app
+    webhooks: WebhookStore | None = None  # webhook endpoints (the admin API)
+    outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
 
     @classmethod
     def connect(
@@ -56,6 +60,7 @@ class Services:
         audit_rules: AuditRules | None = None,
         health_rules: HealthRules | None = None,
         on_store_memory: Callable[[StoreMemory], None] | None = None,
+        webhook_rules: WebhookRules | None = None,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own).
         `on_store_memory`: called with the store's memory at each health check (the ingress records a metric)."""
@@ -74,4 +79,6 @@ class Services:
             audit=AuditLog(redis, audit_rules),
             time_limits=time_limits,
             health=HealthMonitor(redis, backends, health_rules, on_store_memory) if backends is not None else None,
+            webhooks=WebhookStore(redis, webhook_rules),
+            outbox=Outbox(redis, webhook_rules),
         )

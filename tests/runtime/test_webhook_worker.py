@@ -185,3 +185,22 @@ def _scrape_until(url: str, wanted: str, timeout_s: float = 15) -> str:
             raise TimeoutError(f"{wanted} never appeared at {url}")
         time.sleep(0.2)
 
+
+
+def test_the_runners_worker_process_is_started_again_when_it_dies_and_stopped_for_good(tmp_path):
+    from runtime.webhook_process import WebhookWorkerProcess
+
+    with EmbeddedStore(tmp_path / "store") as store:
+        process = WebhookWorkerProcess(store.url_without_password, store.password_path).start()
+        try:
+            first = process.pid
+            environ = open(f"/proc/{first}/environ", "rb").read()
+            assert b"REDIS_URL=" not in environ and store.url.encode() not in environ
+            os.killpg(first, signal.SIGKILL)
+            deadline = time.monotonic() + 15
+            while process.restarts == 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert process.restarts == 1 and process.pid != first
+        finally:
+            process.stop()
+        assert process._process.poll() is not None
