@@ -21,9 +21,11 @@ from models.image_decoding import ImageRefused
 from models.text_scoring import TextRequest, TextScores
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
+from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
 from moderation.limits import is_short_text_work
 from policy.decisions import Decision
+from policy.hash_bank import BankMatch, HashBank
 from policy.limits import Limits, Taken, WorkSlot
 from policy.review_queue import ReviewQueue, ReviewQueueFull
 from policy.types import ApiKey, Plan, Profile
@@ -64,12 +66,14 @@ class Moderated:
     decision: Decision
     review_id: int | None = None
     span_scores: tuple[dict[str, float], ...] = ()
+    hash_match: BankMatch | None = None  # the banked hash of a rejected image this one matched (then a block)
 
 
 class ModerationFlow:
-    def __init__(self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float):
+    def __init__(self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
+                 hash_bank: HashBank | None = None):  # fmt: skip
         self.limits, self.reviews, self.backends = limits, reviews, backends
-        self.inference_timeout_s = inference_timeout_s
+        self.inference_timeout_s, self.hash_bank = inference_timeout_s, hash_bank
 
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
@@ -87,9 +91,12 @@ class ModerationFlow:
                 ),
                 "policy",
             )
+            scored = [answer for answer, _ in answers]
+            decisions, matches = await hash_checked(self.hash_bank, caller.account, items, scored, decisions)
             return [
-                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores)
-                for item, (scored, span_scores), decision in zip(items, answers, decisions)
+                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores,
+                          match)  # fmt: skip
+                for item, (scored, span_scores), decision, match in zip(items, answers, decisions, matches)
             ]
 
     async def _scored(self, items: Sequence[Item]) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
@@ -132,6 +139,7 @@ class ModerationFlow:
                 image_url=item.image_url,
                 scores=scored.categories,
                 model_version=scored.model_version,
+                pdq=bankable_hash(scored, self.hash_bank),  # kept so that a rejection banks it
             )
         except ReviewQueueFull:
             # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).

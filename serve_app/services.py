@@ -14,6 +14,7 @@ from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from policy.audit import AuditLog, AuditRules
 from policy.feedback import FeedbackStore
+from policy.hash_bank import HashBank
 from policy.limits import Limits
 from policy.outbox import Outbox
 from policy.review_queue import ReviewQueue, ReviewRules
@@ -46,6 +47,7 @@ class Services:
     health: HealthMonitor | None = None  # what /healthz answers; None in the admin app
     webhooks: WebhookStore | None = None  # webhook endpoints (the admin API)
     outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
+    hash_bank: HashBank | None = None  # PDQ hashes of rejected images per account
 
     @classmethod
     def connect(
@@ -68,17 +70,18 @@ class Services:
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
             retry=RECONNECT_ONCE_BROKEN,
         )
-        limits, reviews = Limits(redis), ReviewQueue(redis, review_rules)
+        limits, reviews, hash_bank = Limits(redis), ReviewQueue(redis, review_rules), HashBank(redis)
         return cls(
             config=ConfigStore(redis),
             limits=limits,
             reviews=reviews,
             backends=backends,
-            flow=ModerationFlow(limits, reviews, backends, inference_timeout_s),
+            flow=ModerationFlow(limits, reviews, backends, inference_timeout_s, hash_bank),
             feedback=FeedbackStore(redis),
             audit=AuditLog(redis, audit_rules),
             time_limits=time_limits,
             health=HealthMonitor(redis, backends, health_rules, on_store_memory) if backends is not None else None,
             webhooks=WebhookStore(redis, webhook_rules),
             outbox=Outbox(redis, webhook_rules),
+            hash_bank=hash_bank,
         )

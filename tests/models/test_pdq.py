@@ -69,3 +69,18 @@ def test_the_hash_survives_a_resize_and_a_recompression_and_tells_photos_apart()
     other = pdq_of_image(Image.fromarray(skimage.data.chelsea())).hash
     assert hamming_distance(original, other) > 80
     assert is_pdq_hex(original) and not is_pdq_hex(original.upper()) and not is_pdq_hex(original[:-1])
+
+
+def test_filtering_only_the_decimated_samples_equals_filtering_the_whole_image_then_decimating():
+    """models/pdq.py folds the reference's four box passes and its decimation into two matrices; here the reference's
+    order, pass by pass over the whole image, on an image whose windows are 2 (rows) and 3 (columns)."""
+    from models.pdq import _downsampled
+
+    luma = np.random.default_rng(7).uniform(0, 255, size=(150, 260))
+    full = luma.copy()
+    for _ in range(2):
+        full = np.array([_reference_box_1d(list(row), 3) for row in full])
+        full = np.array([_reference_box_1d(list(col), 2) for col in full.T]).T
+    rows = ((np.arange(64) + 0.5) * 150 / 64).astype(int)
+    cols = ((np.arange(64) + 0.5) * 260 / 64).astype(int)
+    np.testing.assert_allclose(_downsampled(luma), full[np.ix_(rows, cols)], rtol=1e-9)
