@@ -21,6 +21,8 @@ import numpy as np
 from PIL import Image
 
 HASH_BITS = 256
+# Column j of the 16x16 coefficients is horizontal frequency j + 1: a left-right mirror negates the odd ones (j even).
+_MIRROR_SIGNS = np.where(np.arange(16) % 2 == 0, -1.0, 1.0)[None, :]
 HEX_CHARS = HASH_BITS // 4
 # The reference's luminance coefficients (the 'Y' of YUV).
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -34,6 +36,9 @@ MAX_SIDE_PX = 512
 class PdqHash:
     hash: str  # 64 lowercase hex digits
     quality: int  # 0-100; below 50 a hash is not trusted for matching (flat or featureless images)
+    # The hash the left-right mirror image would have, from the same DCT (the reference's dihedral hashes: the
+    # coefficients of odd horizontal frequency change sign), so that a mirrored re-upload can be matched too.
+    mirrored: str | None = None
 
 
 @cache
@@ -57,23 +62,30 @@ def _box_along_axis0(values: np.ndarray, window: int) -> np.ndarray:
     return (sums[high] - sums[low]) / counts
 
 
-def _box_matrix(n: int, window: int) -> np.ndarray:
-    """(n, n): the box filter `_box_along_axis0` as a matrix, row i averaging in[low_i:high_i]."""
-    return _box_along_axis0(np.eye(n), window)
+def _box_rows(n: int, window: int, rows: np.ndarray) -> np.ndarray:
+    """(len(rows), n): those rows of the box filter `_box_along_axis0` as a matrix (row i averages in[low_i:high_i])."""
+    half = (window + 2) // 2
+    low = np.clip(rows - (window - half), 0, n)
+    high = np.clip(rows + half, 0, n)
+    out = np.zeros((len(rows), n))
+    for row, (start, stop) in enumerate(zip(low, high)):
+        out[row, start:stop] = 1.0 / (stop - start)
+    return out
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=128)
 def _filter_and_pick(n: int) -> np.ndarray:
     """(64, n): the Jarosz passes along one axis (two box filters of width ceil(n / 128)) followed by the
     reference's decimation to 64 samples, as one matrix. The passes along rows and along columns are linear and act
     on different axes, so they commute, and only the 64 x 64 decimated values are ever needed: filtering the whole
-    image and then picking costs ten times more."""
+    image and then picking costs ten times more. Built from the few filter rows each sample reaches (a width is at
+    most 4 for a 512 px side), never an n x n matrix, so an image size met for the first time costs little."""
     window = (n + _JAROSZ_WINDOW_DIVISOR - 1) // _JAROSZ_WINDOW_DIVISOR
-    box = _box_matrix(n, window)
+    picked = _box_rows(n, window, ((np.arange(64) + 0.5) * n / 64).astype(int))
     for _ in range(_JAROSZ_PASSES - 1):
-        box = _box_matrix(n, window) @ box
-    picked = ((np.arange(64) + 0.5) * n / 64).astype(int)
-    return box[picked]
+        reached = np.flatnonzero(picked.any(axis=0))
+        picked = picked[:, reached] @ _box_rows(n, window, reached)
+    return picked
 
 
 def _downsampled(luma: np.ndarray) -> np.ndarray:
@@ -105,7 +117,8 @@ def pdq_of_luma(luma: np.ndarray) -> PdqHash:
     block = _downsampled(np.asarray(luma, dtype=np.float64))
     dct = _dct_matrix()
     coefficients = dct @ block @ dct.T
-    return PdqHash(hash=_bits_hex(coefficients), quality=_quality(block))
+    mirrored = coefficients * _MIRROR_SIGNS
+    return PdqHash(hash=_bits_hex(coefficients), quality=_quality(block), mirrored=_bits_hex(mirrored))
 
 
 def pdq_of_image(image: Image.Image) -> PdqHash:

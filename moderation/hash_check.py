@@ -29,7 +29,8 @@ async def hash_checked(
     checked, matches = [], []
     for item, answer, decision in zip(items, scored, decisions):
         pdq = bankable_hash(answer, bank) if item.kind == "image" else None
-        match = await bank.match(account, pdq) if pdq is not None else None
+        mirrored = getattr(answer.pdq, "mirrored", None) if pdq is not None else None
+        match = await bank.match(account, pdq, mirrored) if pdq is not None else None
         checked.append(blocked_by_hash(decision) if match is not None else decision)
         matches.append(match)
     return checked, matches

@@ -66,19 +66,26 @@ def distances(packed: np.ndarray, query: str) -> np.ndarray:
 
 
 class PackedBank:
+    """A bank as arrays: 32 bytes of hash and 8 of review id per entry (40 MB a million), no Python object each."""
+
     def __init__(self, entries: list[BankEntry]):
-        self.entries = entries
         self.packed = pack([e.hash for e in entries])
+        self.review_ids = np.array([-1 if e.review_id is None else e.review_id for e in entries], dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return self.packed.nbytes + self.review_ids.nbytes
 
     def nearest(self, query: str, max_distance: int) -> BankMatch | None:
-        if not self.entries:
+        if not len(self.packed):
             return None
         found = distances(self.packed, query)
         index = int(np.argmin(found))
         if found[index] > max_distance:
             return None
-        entry = self.entries[index]
-        return BankMatch(hash=entry.hash, review_id=entry.review_id, distance=int(found[index]))
+        review_id = int(self.review_ids[index])
+        banked = self.packed[index].astype(">u8").tobytes().hex()
+        return BankMatch(hash=banked, review_id=None if review_id < 0 else review_id, distance=int(found[index]))
 
 
 def blocked_by_hash(decision: Decision) -> Decision:
@@ -103,7 +110,9 @@ class HashBank:
         self.rules = rules or HashBankRules()
         self._cache: OrderedDict[str, tuple[str, PackedBank]] = OrderedDict()
 
-    async def match(self, account: str, pdq: str) -> BankMatch | None:
+    async def match(self, account: str, pdq: str, mirrored: str | None = None) -> BankMatch | None:
+        """The nearest banked hash within the match distance of `pdq` or of `mirrored` (the hash of the image's
+        left-right mirror, models/pdq.py), or None."""
         version = await self._redis.get(redis_keys.hash_bank_version(account))
         if version is None:
             return None  # never banked anything: the common case costs this one GET
@@ -114,7 +123,9 @@ class HashBank:
         self._cache.move_to_end(account)
         while len(self._cache) > self.rules.cached_accounts:
             self._cache.popitem(last=False)
-        return cached[1].nearest(pdq, self.rules.match_distance)
+        found = [cached[1].nearest(query, self.rules.match_distance) for query in (pdq, mirrored) if query]
+        found = [match for match in found if match is not None]
+        return min(found, key=lambda match: match.distance) if found else None
 
     async def entries(self, account: str) -> list[BankEntry]:
         raw = await self._redis.hgetall(redis_keys.hash_bank(account))

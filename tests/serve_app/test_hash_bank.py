@@ -117,3 +117,10 @@ def test_an_import_over_the_limit_is_a_413_and_adds_nothing(api):
 def test_an_import_without_hashes_adds_nothing(text):
     hashes, _ = hashes_of_csv(text)
     assert hashes == []
+
+
+def test_a_mirrored_reupload_is_blocked_through_the_mirrored_hash(api, key):
+    review_id = _rejected(api, key)
+    mirrored = _jpeg(np.asarray(ASTRONAUT)[:, ::-1].copy())
+    answer = api.moderate(key, mirrored).json()
+    assert answer["decision"] == "block" and answer["hash_match"]["review_id"] == review_id
