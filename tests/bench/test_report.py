@@ -28,3 +28,14 @@ def test_batch_sizes_come_from_bucket_deltas_over_replicas():
 
 def test_no_batches_no_entry():
     assert batch_sizes("", "") == {}
+
+
+def test_the_hash_bank_section_lists_each_bank_size_and_edit_with_what_matched():
+    from bench.hash_bank import HashBankResults, section
+
+    results = HashBankResults(match_ms={1000: 0.03, 1_000_000: 24.6}, replica_bytes_per_million=40_000_000,
+                              store_bytes_per_hash=153, pdq_ms=1.7, robustness={"mirrored": [10, 40]})
+    lines = section(results)
+    assert "| 1,000 | 0.03 |" in lines and "| 1,000,000 | 24.61 |" not in lines and "| 1,000,000 | 24.60 |" in lines
+    assert "| mirrored | 10, 40 | 1 of 2 |" in lines
+    assert any("38 MiB per million" in line for line in lines)
