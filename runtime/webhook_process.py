@@ -39,8 +39,10 @@ class WebhookWorkerProcess:
 
     def _spawn(self) -> None:
         env = {name: value for name, value in os.environ.items() if name not in _SECRETS}
+        # A process group of its own (stopped as a group, never by a terminal's Ctrl-C before the runner stops it),
+        # in the runner's session: whoever stops the runner's session stops it too.
         self._process = subprocess.Popen(self._command, cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)  # fmt: skip
+                                         process_group=0)  # fmt: skip
 
     def start(self) -> WebhookWorkerProcess:
         self._spawn()
