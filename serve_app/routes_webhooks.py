@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from policy.outbox import LoggedAttempt
 from policy.webhook_urls import MAX_URL_CHARS
 from policy.webhooks import EVENT_TYPES, EventType, WebhookEndpoint
+from serve_app.admin_audit import TARGET_STATE
 from serve_app.admin_guard import require_admin
 from serve_app.auth import services
 from serve_app.errors import NotFound, found
@@ -68,6 +69,7 @@ def _no_endpoint(endpoint_id: str):
 async def create_endpoint(account: str, body: EndpointRequest, request: Request) -> CreatedEndpoint:
     # UnsafeWebhookUrl and TooManyEndpoints answer 400 invalid_request (serve_app.errors).
     endpoint, secret = await services(request).webhooks.create(account, body.url, body.events, body.description)
+    setattr(request.state, TARGET_STATE, endpoint.id)  # the audit log names the new endpoint; its secret is only here
     return CreatedEndpoint(**endpoint.model_dump(), secret=secret)
 
 

@@ -96,3 +96,15 @@ def test_the_delivery_log_and_a_redelivery(redis_url):
             (event_id, "connect_error", 1)]
         again = admin.post(f"/admin/v1/webhooks/{endpoint['id']}/deliveries/{event_id}/redeliver")
         assert again.status_code == 202 and again.json()["status"] == "pending"
+
+
+def test_the_audit_log_names_each_endpoint_changed_and_never_its_secret(redis_url):
+    with _admin(redis_url, allow_private=True) as admin:
+        created = admin.post("/admin/v1/accounts/acme/webhooks", json={"url": "http://127.0.0.1:9/hook"}).json()
+        admin.post(f"/admin/v1/webhooks/{created['id']}/rotate-secret")
+        entries = admin.get("/admin/v1/audit?limit=2").json()["entries"]
+        assert [(e["action"], e["target"]) for e in entries] == [
+            ("POST /admin/v1/webhooks/{endpoint_id}/rotate-secret", created["id"]),
+            ("POST /admin/v1/accounts/{account}/webhooks", created["id"]),
+        ]
+        assert created["secret"] not in str(entries)
