@@ -135,7 +135,8 @@ class HashBank:
         return await self._redis.hlen(redis_keys.hash_bank(account))
 
     async def add_many(
-        self, account: str, hashes: list[tuple[str, int | None]], now: float | None = None, *, keep_existing: bool = False
+        self, account: str, hashes: list[tuple[str, int | None]], now: float | None = None, *,
+        keep_existing: bool = False,
     ) -> int:
         """Adds (hash, review id) pairs, replacing an entry of the same hash unless `keep_existing`; returns how many
         were new. In batches, each with the version bump that tells the replicas to read the bank again."""

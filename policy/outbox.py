@@ -38,7 +38,9 @@ def review_event_args(now: float) -> list:
     ]  # fmt: skip
 
 
-def next_try_in(rules: WebhookRules, tries_this_round: int, retry_after_s: float | None, rng: random.Random) -> float | None:
+def next_try_in(
+    rules: WebhookRules, tries_this_round: int, retry_after_s: float | None, rng: random.Random
+) -> float | None:
     """Seconds until the next try after `tries_this_round` failed ones, or None when the schedule is spent.
 
     The schedule's wait, spread by the jitter; a longer Retry-After (capped) wins."""

@@ -144,7 +144,8 @@ class WebhookStore:
             created_at=time.time() if now is None else now, secrets=[_Secret(secret=secret)],
         )  # fmt: skip
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(redis_keys.webhook_endpoint(stored.id), mapping={"json": stored.model_dump_json(), "enabled": "1"})
+            fields = {"json": stored.model_dump_json(), "enabled": "1"}
+            pipe.hset(redis_keys.webhook_endpoint(stored.id), mapping=fields)
             pipe.sadd(index, stored.id)
             await pipe.execute()
         return _public(stored, {"enabled": "1"}), secret

@@ -93,8 +93,8 @@ class Settings(BaseSettings):
     webhook_metrics_port: int = Field(default=8082, ge=0, le=65535)
     # Receivers on loopback, private, link-local or reserved addresses are refused unless this is set (SECURITY.md).
     webhook_allow_private: bool = False
-    # Seconds before each try of a delivery, as a JSON list (the Standard Webhooks schedule: the last try about 28 hours after the event),
-    # and the time one try may take.
+    # Seconds before each try of a delivery, as a JSON list (the Standard Webhooks schedule: the last try about 28
+    # hours after the event), and the time one try may take.
     webhook_retry_schedule_s: tuple[float, ...] = Field(default=WebhookRules.retry_schedule_s, min_length=1)
     webhook_timeout_s: float = Field(default=WebhookRules.timeout_s, gt=0, le=60)
 

@@ -58,7 +58,8 @@ class WebhookWorkerProcess:
         while not self._stopping.wait(POLL_S):
             if self._process is None or self._process.poll() is None:
                 continue
-            log.warning("the webhook worker exited (%s); starting it again in %.0f s", self._process.returncode, backoff)
+            log.warning("the webhook worker exited (%s); starting it again in %.0f s", self._process.returncode,
+                        backoff)  # fmt: skip
             if self._stopping.wait(backoff):
                 return
             self._spawn()

@@ -70,7 +70,8 @@ class WebhookSender:
             return Attempt("endpoint_disabled", final=True)
         started = time.perf_counter()
         try:
-            attempt = await asyncio.wait_for(self._follow(endpoint.url, endpoint.secrets, delivery), self.rules.timeout_s)
+            following = self._follow(endpoint.url, endpoint.secrets, delivery)
+            attempt = await asyncio.wait_for(following, self.rules.timeout_s)
         except (asyncio.TimeoutError, httpx.TimeoutException):
             attempt = Attempt("timeout", error=f"no answer within {self.rules.timeout_s:g} s")
         except httpx.HTTPError as exc:

@@ -69,8 +69,8 @@ async def remove_hash(account: str, pdq: Annotated[str, Path(pattern=PDQ_PATTERN
 @router.get("/accounts/{account}/hash-bank/export")
 async def export_bank(account: str, request: Request) -> Response:
     entries = await services(request).hash_bank.entries(account)
-    return Response(to_csv(entries), media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="hash-bank-{len(entries)}.csv"'})  # fmt: skip
+    disposition = f'attachment; filename="hash-bank-{len(entries)}.csv"'
+    return Response(to_csv(entries), media_type="text/csv; charset=utf-8", headers={"Content-Disposition": disposition})
 
 
 @router.post("/accounts/{account}/hash-bank/import", response_model=Imported)

@@ -75,7 +75,9 @@ class TextRawScores(BaseModel):
 class HashMatchView(BaseModel):
     """The banked hash of a rejected image that this image matched (docs/hash-bank.md)."""
 
-    review_id: int | None = Field(description="The rejected review item the hash came from; absent for an imported hash.")
+    review_id: int | None = Field(
+        description="The rejected review item the hash came from; absent for an imported hash."
+    )
     distance: int = Field(description="Bits (of 256) between the two PDQ hashes; a match is at most 31.")
 
 

@@ -22,8 +22,8 @@ from e2e.conftest import ADMIN_TOKEN
 
 pytestmark = pytest.mark.e2e
 ACCOUNT = "hooks-e2e"
-REVIEW_ALL = {"mode": "review", "report_threshold": 0,
-              "categories": {"nsfw": {"review": 0.0, "block": 1.0}, "toxic": {"review": 0.0, "block": 1.0}}}  # fmt: skip
+EVERYTHING = {"review": 0.0, "block": 1.0}
+REVIEW_ALL = {"mode": "review", "report_threshold": 0, "categories": {"nsfw": EVERYTHING, "toxic": EVERYTHING}}
 
 
 def _jpeg(size: tuple[int, int] | None = None, quality: int = 90) -> bytes:
@@ -57,7 +57,8 @@ def test_a_rejection_reaches_the_client_signed_and_the_reupload_is_blocked_by_ha
     serve_graph, client, loopback_admin, worker_env
 ):
     assert loopback_admin.put("/admin/v1/profiles/review-all", json=REVIEW_ALL).status_code == 200
-    created = loopback_admin.post("/admin/v1/keys", json={"account": ACCOUNT, "profile": "review-all", "plan": "default"})
+    body = {"account": ACCOUNT, "profile": "review-all", "plan": "default"}
+    created = loopback_admin.post("/admin/v1/keys", json=body)
     key = {"Authorization": f"Bearer {created.json()['key']}"}
     with WebhookReceiver() as receiver:
         receiver.answers.extend([Answer(503), Answer(502)])  # the client's endpoint is down for its first two tries

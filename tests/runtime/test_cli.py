@@ -20,7 +20,8 @@ def test_webhook_commands_make_the_admin_apis_requests():
         "POST", "/admin/v1/accounts/acme/webhooks",
         {"json": {"url": "https://h.example/x", "events": ["review.decided"], "description": ""}})
     assert request("webhooks", "list", "acme") == ("GET", "/admin/v1/accounts/acme/webhooks", {})
-    assert request("webhooks", "disable", "whk_1") == ("PATCH", "/admin/v1/webhooks/whk_1", {"json": {"enabled": False}})
+    assert request("webhooks", "disable", "whk_1") == (
+        "PATCH", "/admin/v1/webhooks/whk_1", {"json": {"enabled": False}})
     assert request("webhooks", "rotate-secret", "whk_1") == ("POST", "/admin/v1/webhooks/whk_1/rotate-secret", {})
     assert request("webhooks", "deliveries", "whk_1") == ("GET", "/admin/v1/webhooks/whk_1/deliveries", {})
     assert request("webhooks", "redeliver", "whk_1", "msg_a_1") == (
@@ -35,7 +36,8 @@ def test_hash_bank_commands_make_the_admin_apis_requests(tmp_path):
     def request(*argv):
         return _request(_parser().parse_args(list(argv)))
 
-    assert request("hashbank", "list", "acme") == ("GET", "/admin/v1/accounts/acme/hash-bank", {"params": {"limit": 100}})
+    assert request("hashbank", "list", "acme") == (
+        "GET", "/admin/v1/accounts/acme/hash-bank", {"params": {"limit": 100}})
     assert request("hashbank", "remove", "acme", "ab" * 32) == (
         "DELETE", f"/admin/v1/accounts/acme/hash-bank/{'ab' * 32}", {})
     assert request("hashbank", "export", "acme") == ("GET", "/admin/v1/accounts/acme/hash-bank/export", {})

@@ -67,7 +67,8 @@ def test_a_monitor_profile_still_allows_but_recommends_the_block(api, key):
                                                          "toxic": {"review": 0.5, "block": 0.8}})  # fmt: skip
     watching = api.new_key(profile="watch")
     answer = api.moderate(watching, ORIGINAL).json()
-    assert (answer["decision"], answer["recommended_action"], answer["blocked_by"]) == ("allow", "block", ["hash_match"])
+    verdict = (answer["decision"], answer["recommended_action"], answer["blocked_by"])
+    assert verdict == ("allow", "block", ["hash_match"])
 
 
 def test_a_removed_hash_blocks_nothing_any_more(api, key):

@@ -60,7 +60,8 @@ def test_unsafe_urls_and_bad_bodies_are_a_400_and_nothing_is_created(redis_url, 
 def test_an_account_has_at_most_ten_endpoints(redis_url):
     with _admin(redis_url, allow_private=True) as admin:
         for _ in range(10):
-            assert admin.post("/admin/v1/accounts/acme/webhooks", json={"url": "http://127.0.0.1:9/"}).status_code == 201
+            created = admin.post("/admin/v1/accounts/acme/webhooks", json={"url": "http://127.0.0.1:9/"})
+            assert created.status_code == 201
         assert_error(admin.post("/admin/v1/accounts/acme/webhooks", json={"url": "http://127.0.0.1:9/"}), 400,
                      "invalid_request")  # fmt: skip
 
