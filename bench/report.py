@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench.hash_bank import section as hash_bank_section
 from bench.limit import BATCH, Limit
 from bench.load import Point
 
@@ -54,6 +55,7 @@ class Results:
     lever_failures: dict[str, str] = field(default_factory=dict)
     started: datetime | None = None
     duration_s: float = 0.0
+    hash_bank: Any = None  # bench.hash_bank.HashBankResults (a run saved before it existed has none)
 
 
 def point_at(points: list[Point], concurrency: int) -> Point | None:
@@ -313,6 +315,7 @@ def document(results: Results) -> str:
         *levers(results),
         *LEVER_NOTES,
         "",
+        *(hash_bank_section(results.hash_bank) + [""] if results.hash_bank is not None else []),
         "## Observed during the run",
         "",
         *[f"- {line}" for line in observed(results)],

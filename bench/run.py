@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from bench import limit, plot, report, service
+from bench import hash_bank, limit, plot, report, service
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import TEXTS, phone_jpegs, photo_jpegs
 from bench.memory import memory_of_descendants, descendants
@@ -257,6 +257,8 @@ def main(argv: list[str] | None = None) -> None:
                 results.columns[lever] = column
             except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark
                 results.lever_failures[lever] = f"{type(error).__name__}: {error}"[:500]
+    print("hash bank: matching at 1k/100k/1M hashes, memory, PDQ robustness (about 30 s) ...", flush=True)
+    results.hash_bank = hash_bank.measure()
     results.load_after = report.load_average()
     results.started, results.duration_s = started, time.perf_counter() - start
     RESULTS_PATH.write_bytes(pickle.dumps(results))

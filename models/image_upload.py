@@ -8,12 +8,14 @@ with the same bounded decoder (``models.decode_pool.ImageDecoder``) before scori
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
+from models.pdq import PdqHash, pdq_of_image
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class ScoredImage:
     format: str
     width: int
     height: int
+    pdq: PdqHash | None = None  # of the first decoded frame: what the hash bank matches (policy/hash_bank.py)
 
     @property
     def categories(self) -> dict[str, float]:
@@ -56,10 +59,14 @@ class RefusedImage:
 async def decode_and_score(
     upload: ImageUpload, decoder: ImageDecoder, score: Callable[[ImageRequest], Awaitable[ImageScores]]
 ) -> ScoredImage:
-    """Decode (bounded: raises the decoder's ImageRefused errors), then `score` the frames."""
+    """Decode (bounded: raises the decoder's ImageRefused errors), then `score` the frames and, meanwhile in a
+    thread, hash the first one (PDQ, a few ms on a 512 px frame)."""
     image = await decoder.decode(upload.data, upload.max_pixels)
-    scores = await score(ImageRequest(frames=image.frames, categories=upload.categories))
-    return ScoredImage(scores=scores, format=image.format, width=image.width, height=image.height)
+    scores, pdq = await asyncio.gather(
+        score(ImageRequest(frames=image.frames, categories=upload.categories)),
+        asyncio.to_thread(pdq_of_image, image.frames[0]),
+    )
+    return ScoredImage(scores=scores, format=image.format, width=image.width, height=image.height, pdq=pdq)
 
 
 def unwrapped(outcome: ScoredImage | RefusedImage) -> ScoredImage:

@@ -22,9 +22,11 @@ from models.text_scoring import TextRequest, TextScores
 from moderation.admission import ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
+from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
 from moderation.limits import is_short_text_work
 from policy.decisions import Decision
+from policy.hash_bank import BankMatch, HashBank
 from policy.limits import Limits, Taken, WorkSlot
 from policy.review_queue import ReviewQueue, ReviewQueueFull
 from policy.types import ApiKey, Plan, Profile
@@ -65,16 +67,17 @@ class Moderated:
     decision: Decision
     review_id: int | None = None
     span_scores: tuple[dict[str, float], ...] = ()
+    hash_match: BankMatch | None = None  # the banked hash of a rejected image this one matched (then a block)
 
 
 class ModerationFlow:
     def __init__(
         self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
-        admission: ModelAdmission | None = None,
+        hash_bank: HashBank | None = None, *, admission: ModelAdmission | None = None,
     ):
         """`admission`: each model's gate (moderation/admission.py); None lets every call through at once."""
         self.limits, self.reviews, self.backends = limits, reviews, backends
-        self.inference_timeout_s, self.admission = inference_timeout_s, admission
+        self.inference_timeout_s, self.hash_bank, self.admission = inference_timeout_s, hash_bank, admission
 
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
@@ -92,9 +95,12 @@ class ModerationFlow:
                 ),
                 "policy",
             )
+            scored = [answer for answer, _ in answers]
+            decisions, matches = await hash_checked(self.hash_bank, caller.account, items, scored, decisions)
             return [
-                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores)
-                for item, (scored, span_scores), decision in zip(items, answers, decisions)
+                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores,
+                          match)  # fmt: skip
+                for item, (scored, span_scores), decision, match in zip(items, answers, decisions, matches)
             ]
 
     async def _scored(
@@ -151,6 +157,7 @@ class ModerationFlow:
                 image_url=item.image_url,
                 scores=scored.categories,
                 model_version=scored.model_version,
+                pdq=bankable_hash(scored, self.hash_bank),  # kept so that a rejection banks it
             )
         except ReviewQueueFull:
             # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).

@@ -4,7 +4,11 @@ Each runs inside Redis as one atomic step; the comment above each says why it ha
 Key names come in through KEYS (built by `policy.redis_keys`), or, where a name is known only
 inside the script, as a prefix in ARGV (also from `policy.redis_keys`); numbers go back as strings
 where they are fractional, since Redis would truncate a Lua number to an integer.
+The review scripts also write the item's webhook deliveries (and bank a rejected image's hash) in the same step;
+that Lua lives in `policy.lua_webhooks`, its arguments at the end of ARGV.
 """
+
+from policy.lua_webhooks import EMIT_EVENTS
 
 # Token bucket of one key, the rate limit, taken by AUTHORIZE below. Read, refill, take and write back
 # must be one step: two requests of the same key racing between the read and the write would both
@@ -176,7 +180,7 @@ end
 # that an item is written one way only; atomic so that no id is ever handed out without its item and indexes.
 # The caller checks `pending_full` first, in the same script, so racing creations never pass the cap.
 # The item expires at `expire_at` unless decided first (DECIDE_REVIEW_ITEM moves its time). Returns the new id.
-_INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + _PENDING_FULL + """
+_INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + _PENDING_FULL + EMIT_EVENTS + """
 local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at)
   local id = redis.call('INCR', k.next_id)
   redis.call('HSET', a.item_prefix .. id, 'data', data, 'status', 'pending')
@@ -186,6 +190,7 @@ local function insert_review_item(k, a, account_key, account_pending_key, accoun
   redis.call('ZADD', account_key, id, id)
   redis.call('ZADD', account_pending_key, expire_at, id)
   redis.call('ZADD', k.expiring, expire_at, id .. ':' .. account)
+  emit_event(webhook_args(), 'review.created', id, a.item_prefix .. id, account)
   prune_expired(k, a)
   return id
 end
@@ -238,6 +243,7 @@ redis.call('INCR', KEYS[2])
 redis.call('EXPIREAT', KEYS[2], ARGV[12])
 if escalate then
   review_id = insert_review_item(review_keys(4), a, KEYS[10], KEYS[11], ARGV[6], ARGV[7], ARGV[8])
+  emit_event(webhook_args(), 'report.escalated', review_id, a.item_prefix .. review_id, ARGV[6])
   redis.call('INCR', KEYS[3])
   redis.call('EXPIREAT', KEYS[3], ARGV[12])
 end
@@ -258,7 +264,7 @@ return {count, review_id or 0, 0}
 # KEYS[1] item hash, KEYS[2..7] the queue's keys; ARGV[1..5] the queue's arguments, ARGV[6] new status,
 # ARGV[7] decided_at, ARGV[8] item id, ARGV[9] unix time the decided item expires.
 # Returns {"ok", the item's fields...}, {"missing"} or {"decided"}.
-DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + """
+DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + EMIT_EVENTS + """
 local k, a = review_keys(2), review_args(1)
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
@@ -278,6 +284,11 @@ redis.call('ZADD', index, ARGV[8], ARGV[8])
 redis.call('ZADD', k.expiring, ARGV[9], ARGV[8] .. ':' .. account)
 redis.call('ZREM', k.pending, ARGV[8])
 redis.call('ZREM', a.account_pending_prefix .. account, ARGV[8])
+local w = webhook_args()
+if ARGV[6] == 'rejected' then
+  bank_rejected_image(w, ARGV[8], KEYS[1], account)
+end
+emit_event(w, 'review.decided', ARGV[8], KEYS[1], account)
 local reply = redis.call('HGETALL', KEYS[1])
 table.insert(reply, 1, 'ok')
 redis.call('EXPIREAT', KEYS[1], ARGV[9])

@@ -52,6 +52,24 @@ Feedback (`policy.feedback.FeedbackStore`), expiring:
                                           (`attribute`, `score`, `client_token`, `at`; never the comment's text);
                                           the newest 10,000 kept; expires 30 days after the last suggestion
 
+Webhooks (`policy.webhooks.WebhookStore`, `policy.outbox.Outbox`; the review scripts write deliveries in the step
+that creates or decides an item). At most `max_endpoints_per_account` endpoints per account; a finished delivery
+and an endpoint's log expire `done_retention_s` after their last change:
+  mod:webhooks:account:{account}  set     ids of the account's endpoints
+  mod:webhooks:endpoint:{id}      hash    `json`: url, events, secrets (with the time a rotated-out one expires),
+                                          account, created_at; `enabled`: 1|0; `disabled_reason` (a 410, an admin)
+  mod:webhooks:delivery:{event_id}:{endpoint_id}  hash  `event_id`, `endpoint`, `type`, `body` (the JSON sent, the
+                                          same on every try), `created_at`, `attempts`, `round_start`, `status`
+                                          (pending|delivered|failed|dropped), `next_at`, `last_outcome`, `last_status`
+  mod:webhooks:due                zset    `{event_id}:{endpoint_id}` of every pending delivery, score = its next try
+                                          (a claimed one: the end of its lease)
+  mod:webhooks:undelivered        zset    the same members, score = when each became pending: depth and age metrics
+  mod:webhooks:log:{endpoint_id}  list    the endpoint's delivery attempts as JSON, newest first, capped
+
+Hash bank (`policy.hash_bank.HashBank`; DECIDE_REVIEW_ITEM adds a rejected image's hash):
+  mod:hashbank:entries:{account}  hash    PDQ hex -> JSON `review_id` (null for an imported hash), `added_at`
+  mod:hashbank:version:{account}  string  bumped at every change, so a replica's copy of the bank knows it is stale
+
 Admin audit log (`policy.audit.AuditLog`), bounded and expiring:
   mod:audit:admin                 stream  one entry per admin change or refused admin token: `at`, `actor`,
                                           `source`, `action`, `target`, `status` (never a secret or a body);
@@ -172,3 +190,47 @@ def feedback(account: str) -> str:
 
 def admin_audit() -> str:
     return f"{PREFIX}audit:admin"
+
+
+# The review scripts write webhook deliveries from inside Redis (policy/lua_webhooks.py), naming keys from these.
+WEBHOOK_ACCOUNT_PREFIX = f"{PREFIX}webhooks:account:"
+WEBHOOK_ENDPOINT_PREFIX = f"{PREFIX}webhooks:endpoint:"
+WEBHOOK_DELIVERY_PREFIX = f"{PREFIX}webhooks:delivery:"
+
+
+def webhook_endpoints_of(account: str) -> str:
+    return f"{WEBHOOK_ACCOUNT_PREFIX}{account}"
+
+
+def webhook_endpoint(endpoint_id: str) -> str:
+    return f"{WEBHOOK_ENDPOINT_PREFIX}{endpoint_id}"
+
+
+def webhook_delivery(member: str) -> str:
+    """`member` is `{event_id}:{endpoint_id}`, as in the due and undelivered sets."""
+    return f"{WEBHOOK_DELIVERY_PREFIX}{member}"
+
+
+def webhook_due() -> str:
+    return f"{PREFIX}webhooks:due"
+
+
+def webhook_undelivered() -> str:
+    return f"{PREFIX}webhooks:undelivered"
+
+
+def webhook_log(endpoint_id: str) -> str:
+    return f"{PREFIX}webhooks:log:{endpoint_id}"
+
+
+# DECIDE_REVIEW_ITEM adds a rejected image's hash to its account's bank from inside Redis.
+HASH_BANK_PREFIX = f"{PREFIX}hashbank:entries:"
+HASH_BANK_VERSION_PREFIX = f"{PREFIX}hashbank:version:"
+
+
+def hash_bank(account: str) -> str:
+    return f"{HASH_BANK_PREFIX}{account}"
+
+
+def hash_bank_version(account: str) -> str:
+    return f"{HASH_BANK_VERSION_PREFIX}{account}"

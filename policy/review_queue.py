@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from policy import lua, redis_keys
+from policy.outbox import review_event_args
 from policy.types import MAX_FIELD_CHARS, ContentKind, ReviewItem, ReviewReason
 
 DECISIONS = ("approved", "rejected")
@@ -137,6 +138,7 @@ class _ItemData(BaseModel):
     scores: dict[str, float] = {}
     model_version: str | None = None
     created_at: float
+    pdq: str | None = None  # an image's PDQ hash (never the image), for the hash bank if the item is rejected
 
 
 def _item(item_id: int, fields: dict[str, str]) -> ReviewItem:
@@ -182,7 +184,7 @@ class ReviewQueue:
         expire_at = int(now + self.rules.pending_retention_s) + 1
         keys = [*self._queue_keys(), redis_keys.review_by_account(account), redis_keys.review_pending_of(account)]
         args = [*self._queue_args(now), account, data.model_dump_json(), expire_at, self.rules.pending_per_account]
-        return keys, args
+        return keys, args  # the scripts' webhook arguments (review_event_args) go after the caller's own
 
     async def create(
         self,
@@ -195,6 +197,7 @@ class ReviewQueue:
         scores: dict[str, float],
         model_version: str | None,
         now: float | None = None,
+        pdq: str | None = None,
     ) -> ReviewItem:
         """A pending item; raises ReviewQueueFull (nothing queued) when the account holds its cap of pending items.
 
@@ -209,9 +212,10 @@ class ReviewQueue:
             scores=scores,
             model_version=model_version,
             created_at=now,
+            pdq=pdq,
         )
         keys, args = self._new_item_args(account, data, now)
-        item_id = int(await self._create(keys=keys, args=args))
+        item_id = int(await self._create(keys=keys, args=[*args, *review_event_args(now)]))
         if item_id == 0:
             raise ReviewQueueFull(self.rules.pending_per_account)
         return ReviewItem(id=item_id, status="pending", **data.model_dump())
@@ -270,7 +274,7 @@ class ReviewQueue:
         expire_at = int(now + self.rules.decided_retention_s) + 1
         reply = await self._decide(
             keys=[redis_keys.review_item(item_id), *self._queue_keys()],
-            args=[*self._queue_args(now), status, repr(now), item_id, expire_at],
+            args=[*self._queue_args(now), status, repr(now), item_id, expire_at, *review_event_args(now)],
         )
         outcome = reply[0]
         if outcome == "missing":
@@ -318,7 +322,7 @@ class ReviewQueue:
             ],
             args=[
                 *queue_args, threshold, rules.report_counter_ttl_s, day_counters_expire_at,
-                rules.reports_per_account_per_day, rules.escalations_per_account_per_day,
+                rules.reports_per_account_per_day, rules.escalations_per_account_per_day, *review_event_args(now),
             ],
         )  # fmt: skip
         if int(refused) == 1:

@@ -123,3 +123,4 @@ class ReviewItem(_Strict):
     model_version: str | None = None
     created_at: float
     decided_at: float | None = None
+    pdq: str | None = None  # an image item's PDQ hash (64 hex digits), never the image: the hash bank learns it

@@ -20,6 +20,7 @@ import time
 import uvicorn
 
 from policy.audit import AuditRules
+from policy.webhooks import WebhookRules
 from runtime.bootstrap import prepare_store
 from runtime.settings import get_settings
 
@@ -28,8 +29,9 @@ from serve_app.services import Services
 
 
 class AdminServer:
-    def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int, audit_rules: AuditRules | None = None):
-        services = Services.connect(redis_url, backends=None, audit_rules=audit_rules)
+    def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int, audit_rules: AuditRules | None = None,
+                 webhook_rules: WebhookRules | None = None):  # fmt: skip
+        services = Services.connect(redis_url, backends=None, audit_rules=audit_rules, webhook_rules=webhook_rules)
         app = create_admin_app(services, admin_token)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
@@ -60,7 +62,7 @@ def main() -> int:
         print(f"First start: created an API key; it is shown only this once:\n\n    {first_key}\n", flush=True)
     server = AdminServer(
         redis_url=settings.redis_url, admin_token=settings.admin_token, host=settings.admin_host,
-        port=settings.admin_port, audit_rules=settings.audit_rules(),
+        port=settings.admin_port, audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
     )
     print(f"Admin API at {server.start()}", flush=True)
     try:

@@ -10,6 +10,8 @@
     moderation-admin usage acme
     moderation-admin feedback acme --limit 20
     moderation-admin audit --limit 50 [--before 1764043200000-0]
+    moderation-admin webhooks create acme https://hooks.example/moderation         (runtime/cli_webhooks.py)
+    moderation-admin hashbank export acme > bank.csv                              (runtime/cli_webhooks.py)
 
 The admin listener's address comes from --url or MODERATION_ADMIN_URL (default http://127.0.0.1:8001),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
@@ -26,6 +28,8 @@ from pathlib import Path
 
 import httpx
 import yaml
+
+from runtime.cli_webhooks import add_hash_bank_commands, add_webhook_commands, hash_bank_request, webhook_request
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,12 +68,18 @@ def _parser() -> argparse.ArgumentParser:
     decide = reviews.add_parser("decide")
     decide.add_argument("id", type=int)
     decide.add_argument("status", choices=["approved", "rejected"])
+    add_webhook_commands(groups)
+    add_hash_bank_commands(groups)
     return parser
 
 
 def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
     """The (method, path, httpx keyword arguments) of a parsed command."""
     group, action = args.group, getattr(args, "action", None)
+    if group == "webhooks":
+        return webhook_request(args)
+    if group == "hashbank":
+        return hash_bank_request(args)
     if group == "usage":
         return "GET", f"/admin/v1/accounts/{args.account}/usage", {}
     if group == "feedback":
@@ -100,15 +110,16 @@ def main(argv: list[str] | None = None) -> int:
         print("MODERATION_ADMIN_TOKEN is not set.", file=sys.stderr)
         return 2
     method, path, options = _request(args)
+    headers = {"Authorization": f"Bearer {token}", **options.pop("headers", {})}
     try:
-        response = httpx.request(
-            method, args.url.rstrip("/") + path, headers={"Authorization": f"Bearer {token}"}, timeout=30, **options
-        )
+        response = httpx.request(method, args.url.rstrip("/") + path, headers=headers, timeout=30, **options)
     except httpx.HTTPError as exc:
         print(f"cannot reach {args.url}: {exc}", file=sys.stderr)
         return 1
     if response.status_code == 204:
         print(json.dumps({"ok": True}))
+    elif response.headers.get("content-type", "").startswith("text/csv"):
+        print(response.text, end="")  # a hash bank export, as it is
     else:
         print(json.dumps(response.json(), indent=2))
     return 0 if response.is_success else 1

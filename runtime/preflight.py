@@ -48,6 +48,9 @@ def wanted_ports(settings: Settings) -> list[WantedPort]:
     ]
     if settings.admin_token:
         wanted.append(WantedPort(settings.admin_host, settings.admin_port, "the admin API", "MODERATION_ADMIN_PORT"))
+    if settings.webhook_worker and settings.webhook_metrics_port:
+        wanted.append(WantedPort("127.0.0.1", settings.webhook_metrics_port, "the webhook worker's metrics",
+                                 "MODERATION_WEBHOOK_METRICS_PORT"))
     if settings.haproxy and settings.haproxy_stats_port:
         wanted.append(WantedPort(ALL_INTERFACES, settings.haproxy_stats_port, "HAProxy's stats page",
                                  "MODERATION_HAPROXY_STATS_PORT"))

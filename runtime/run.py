@@ -27,6 +27,7 @@ from runtime.store_supervisor import StoreSupervisor
 from runtime.preflight import StartRefused, preflight
 from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE, DRAIN_S, replica_env, start_local_ray, url_and_password_file
 from runtime.settings import Settings, get_settings
+from runtime.webhook_process import WebhookWorkerProcess
 
 log = logging.getLogger("moderation.run")
 
@@ -58,7 +59,7 @@ def main() -> None:
         print(f"Not starting: {refusal}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
-    redis_server = admin_server = supervisor = None
+    redis_server = admin_server = supervisor = webhook_worker = None
     redis_url = settings.redis_url
     if redis_url is None:
         redis_server = EmbeddedStore(settings.data_dir / "redis", maxmemory_mb=settings.store_maxmemory_mb)
@@ -71,13 +72,14 @@ def main() -> None:
 
     try:
         first_key = asyncio.run(prepare_store(settings, redis_url))
+        webhook_worker = _webhook_worker(settings, redis_url, redis_server)
         _start_graph(settings, redis_url, redis_server)
         print(f"\nModeration service ready at http://{settings.host}:{settings.port}", flush=True)
         print(f"Prometheus metrics at http://127.0.0.1:{settings.metrics_port}/metrics", flush=True)
         if settings.admin_token:
             admin_server = AdminServer(
                 redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host,
-                port=settings.admin_port, audit_rules=settings.audit_rules(),
+                port=settings.admin_port, audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
             )
             print(f"Admin API at {admin_server.start()}", flush=True)
         if first_key:
@@ -93,8 +95,9 @@ def main() -> None:
     finally:
         _ignore_signals()  # a second Ctrl-C must not cut the clean-up short
         log.info("stopping")
-        if admin_server is not None:
-            admin_server.stop()
+        for started in (admin_server, webhook_worker):  # before the store they use
+            if started is not None:
+                started.stop()
         if supervisor is not None:
             supervisor.stop()  # before any stop of the store, which it would otherwise start again
         if ray.is_initialized() and not _shutdown_serve(serve) and redis_server is not None:
@@ -114,10 +117,7 @@ def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore
     """Ray on loopback, then serve_config.yaml deployed with this run's host, port and store; returns once running."""
     from runtime.deploy import deploy, read_serve_config, wait_until_running
 
-    if redis_server is not None:
-        replica_url, password_file = redis_server.url_without_password, redis_server.password_path
-    else:
-        replica_url, password_file = url_and_password_file(redis_url, settings.data_dir)
+    replica_url, password_file = _store_for_children(settings, redis_url, redis_server)
 
     start_local_ray(
         settings.data_dir,
@@ -141,6 +141,21 @@ def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore
         )
     )
     wait_until_running()
+
+
+def _webhook_worker(settings: Settings, redis_url: str, redis_server: EmbeddedStore | None):
+    """The webhook delivery worker's process, started before the graph so that the events of its first requests are
+    delivered; None when MODERATION_WEBHOOK_WORKER is off (a worker runs elsewhere)."""
+    if not settings.webhook_worker:
+        return None
+    return WebhookWorkerProcess(*_store_for_children(settings, redis_url, redis_server)).start()
+
+
+def _store_for_children(settings: Settings, redis_url: str, redis_server: EmbeddedStore | None):
+    """The store's URL without its password, and the 0600 file that holds it: what replicas and the worker get."""
+    if redis_server is not None:
+        return redis_server.url_without_password, redis_server.password_path
+    return url_and_password_file(redis_url, settings.data_dir)
 
 
 def _shutdown_serve(serve) -> bool:

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from moderation.admission import DEFAULT_ADMISSION, AdmissionRules
 from policy.audit import AuditRules
 from policy.review_queue import DAY_S, ReviewRules
+from policy.webhooks import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import MIB, HealthRules
 
@@ -93,6 +94,24 @@ class Settings(BaseSettings):
     # Pending review items one account may hold (model flags and reports alike); past it a `review` decision is
     # answered 429 review_queue_full with its result and queues nothing (docs/api.md, Errors).
     review_pending_per_account: int = Field(default=ReviewRules.pending_per_account, ge=0)
+
+    # Webhooks (docs/webhooks.md). `make serve` starts the delivery worker (runtime/webhook_worker.py) unless this is
+    # off; its Prometheus endpoint listens on 127.0.0.1 at this port (0: none).
+    webhook_worker: bool = True
+    webhook_metrics_port: int = Field(default=8082, ge=0, le=65535)
+    # Receivers on loopback, private, link-local or reserved addresses are refused unless this is set (SECURITY.md).
+    webhook_allow_private: bool = False
+    # Seconds before each try of a delivery, as a JSON list (the Standard Webhooks schedule: the last try about 28
+    # hours after the event), and the time one try may take.
+    webhook_retry_schedule_s: tuple[float, ...] = Field(default=WebhookRules.retry_schedule_s, min_length=1)
+    webhook_timeout_s: float = Field(default=WebhookRules.timeout_s, gt=0, le=60)
+
+    def webhook_rules(self) -> WebhookRules:
+        return WebhookRules(
+            allow_private=self.webhook_allow_private,
+            retry_schedule_s=tuple(self.webhook_retry_schedule_s),
+            timeout_s=self.webhook_timeout_s,
+        )
 
     def time_limits(self) -> TimeLimits:
         """The four time bounds above, as the ingress takes them."""

@@ -28,7 +28,7 @@ READS = frozenset({"GET", "HEAD", "OPTIONS"})
 # method) cannot write entries as "admin-token".
 ACTOR_STATE = "admin_actor"
 # Path parameters that name what a route acts on, in the order they are looked for.
-TARGET_PARAMS = ("name", "key_id", "account", "item_id")
+TARGET_PARAMS = ("name", "key_id", "account", "item_id", "endpoint_id")
 # What a route sets on request.state when its target is known only once it ran (a created key's id).
 TARGET_STATE = "audit_target"
 

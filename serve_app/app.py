@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from serve_app import routes_admin, routes_openai, routes_perspective, routes_public
+from serve_app import routes_admin, routes_hash_bank, routes_openai, routes_perspective, routes_public, routes_webhooks
 from serve_app.access_log import AccessLogMiddleware
 from serve_app.admin_audit import AdminAuditMiddleware
 from serve_app.admin_guard import AdminGuard
@@ -54,4 +54,6 @@ def create_admin_app(services: Services, admin_token: str) -> FastAPI:
         app.add_middleware(AdminAuditMiddleware, audit=services.audit)  # inside the access log
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_admin.router)
+    app.include_router(routes_webhooks.router)
+    app.include_router(routes_hash_bank.router)
     return app

@@ -33,6 +33,8 @@ from policy.review_queue import (
     ReviewItemNotFound,
     ReviewQueueFull,
 )
+from policy.webhook_urls import UnsafeWebhookUrl
+from policy.webhooks import TooManyEndpoints
 
 log = logging.getLogger("moderation.errors")
 T = TypeVar("T")
@@ -124,6 +126,8 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     flow.ModelUnavailable: ErrorKind(503, "inference_unavailable", retry_after_s=5),
     DecodeBusy: Overloaded,
     DecodeTimeout: Overloaded,
+    UnsafeWebhookUrl: InvalidRequest,  # the admin API's webhook URL rule (SECURITY.md, Outbound requests)
+    TooManyEndpoints: InvalidRequest,
 }
 
 

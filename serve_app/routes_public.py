@@ -184,8 +184,10 @@ def _unless_unqueued(result: R, outcomes: list[Moderated]) -> R:
 def _result_fields(outcome: Moderated) -> dict:
     """The fields image and text results share: the categories scored, the decision, the review item."""
     scored = outcome.scored
+    match = outcome.hash_match
+    hash_match = {"review_id": match.review_id, "distance": match.distance} if match is not None else None
     return {"categories": scored.categories, "model_version": scored.model_version, "review_id": outcome.review_id,
-            **asdict(outcome.decision)}  # fmt: skip
+            "hash_match": hash_match, **asdict(outcome.decision)}  # fmt: skip
 
 
 def _text_raw_scores(outcome: Moderated) -> TextRawScores:

@@ -72,6 +72,15 @@ class TextRawScores(BaseModel):
     safe: float
 
 
+class HashMatchView(BaseModel):
+    """The banked hash of a rejected image that this image matched (docs/hash-bank.md)."""
+
+    review_id: int | None = Field(
+        description="The rejected review item the hash came from; absent for an imported hash."
+    )
+    distance: int = Field(description="Bits (of 256) between the two PDQ hashes; a match is at most 31.")
+
+
 class _Result(BaseModel, Generic[RawScores]):
     scores: RawScores
     categories: dict[str, float]
@@ -83,6 +92,9 @@ class _Result(BaseModel, Generic[RawScores]):
     profile: str
     model_version: str
     review_id: int | None = Field(default=None, description="Only when decision is review.")
+    hash_match: HashMatchView | None = Field(
+        default=None, description="Only when the image matched the account's bank of rejected images (a block)."
+    )
 
 
 class ImageResult(_Result[ImageRawScores]):

@@ -15,9 +15,12 @@ from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from policy.audit import AuditLog, AuditRules
 from policy.feedback import FeedbackStore
+from policy.hash_bank import HashBank
 from policy.limits import Limits
+from policy.outbox import Outbox
 from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
+from policy.webhooks import WebhookRules, WebhookStore
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
 
@@ -43,6 +46,9 @@ class Services:
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
     audit: AuditLog | None = None  # the admin audit log (written by the admin app only)
     health: HealthMonitor | None = None  # what /healthz answers; None in the admin app
+    webhooks: WebhookStore | None = None  # webhook endpoints (the admin API)
+    outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
+    hash_bank: HashBank | None = None  # PDQ hashes of rejected images per account
 
     @classmethod
     def connect(
@@ -58,6 +64,7 @@ class Services:
         health_rules: HealthRules | None = None,
         on_store_memory: Callable[[StoreMemory], None] | None = None,
         admission: dict[str, AdmissionRules] | None = None,
+        webhook_rules: WebhookRules | None = None,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own).
         `on_store_memory`: called with the store's memory at each health check (the ingress records a metric).
@@ -66,17 +73,21 @@ class Services:
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
             retry=RECONNECT_ONCE_BROKEN,
         )
-        limits, reviews = Limits(redis), ReviewQueue(redis, review_rules)
+        limits, reviews, hash_bank = Limits(redis), ReviewQueue(redis, review_rules), HashBank(redis)
         return cls(
             config=ConfigStore(redis),
             limits=limits,
             reviews=reviews,
             backends=backends,
             flow=ModerationFlow(
-                limits, reviews, backends, inference_timeout_s, ModelAdmission(admission) if admission else None
+                limits, reviews, backends, inference_timeout_s, hash_bank,
+                admission=ModelAdmission(admission) if admission else None,
             ),
             feedback=FeedbackStore(redis),
             audit=AuditLog(redis, audit_rules),
             time_limits=time_limits,
             health=HealthMonitor(redis, backends, health_rules, on_store_memory) if backends is not None else None,
+            webhooks=WebhookStore(redis, webhook_rules),
+            outbox=Outbox(redis, webhook_rules),
+            hash_bank=hash_bank,
         )

@@ -54,3 +54,14 @@ def test_the_overload_line_compares_64_clients_with_the_workloads_best_point():
 
 def test_no_64_client_point_no_overload_line():
     assert overload_lines(_results_with_graph_points([_point(16, 100)])) == []
+
+
+def test_the_hash_bank_section_lists_each_bank_size_and_edit_with_what_matched():
+    from bench.hash_bank import HashBankResults, section
+
+    results = HashBankResults(match_ms={1000: 0.03, 1_000_000: 24.6}, replica_bytes_per_million=40_000_000,
+                              store_bytes_per_hash=153, pdq_ms=1.7, robustness={"mirrored": [10, 40]})
+    lines = section(results)
+    assert "| 1,000 | 0.03 |" in lines and "| 1,000,000 | 24.61 |" not in lines and "| 1,000,000 | 24.60 |" in lines
+    assert "| mirrored | 10, 40 | 1 of 2 |" in lines
+    assert any("38 MiB per million" in line for line in lines)

@@ -23,7 +23,7 @@ KEY_PATTERN = re.compile(r"^\s+(mod_\S+)$", re.M)
 def start_runner(data_dir, port: int, log_path) -> subprocess.Popen:
     # Free ports for everything it listens on: the defaults (8000, 8080) may be taken on a shared machine.
     env = {**os.environ, "MODERATION_PORT": str(port), "MODERATION_DATA_DIR": str(data_dir),
-           "MODERATION_METRICS_PORT": str(free_port())}
+           "MODERATION_METRICS_PORT": str(free_port()), "MODERATION_WEBHOOK_METRICS_PORT": str(free_port())}
     env.pop("REDIS_URL", None)
     log = open(log_path, "w")
     # A session of its own: the test stops exactly this runner and what it started.
@@ -61,6 +61,7 @@ def test_first_start_prints_a_key_once_and_a_restart_keeps_everything(tmp_path):
     first = start_runner(data_dir, port, tmp_path / "first.log")
     try:
         log = wait_ready(first, tmp_path / "first.log")
+        assert "webhook worker started" in log  # the delivery worker, a child of the runner (its session)
         (secret,) = KEY_PATTERN.findall(log)
         headers = {"Authorization": f"Bearer {secret}"}
         assert httpx.get(f"{base_url}/healthz", timeout=30).status_code == 200

@@ -10,3 +10,37 @@ def test_audit_reads_the_log_page_by_page():
         "GET", "/admin/v1/audit", {"params": {"limit": 5}})
     assert _request(_parser().parse_args(["audit", "--before", "17-0"])) == (
         "GET", "/admin/v1/audit", {"params": {"limit": 100, "before": "17-0"}})
+
+
+def test_webhook_commands_make_the_admin_apis_requests():
+    def request(*argv):
+        return _request(_parser().parse_args(list(argv)))
+
+    assert request("webhooks", "create", "acme", "https://h.example/x", "--events", "review.decided") == (
+        "POST", "/admin/v1/accounts/acme/webhooks",
+        {"json": {"url": "https://h.example/x", "events": ["review.decided"], "description": ""}})
+    assert request("webhooks", "list", "acme") == ("GET", "/admin/v1/accounts/acme/webhooks", {})
+    assert request("webhooks", "disable", "whk_1") == (
+        "PATCH", "/admin/v1/webhooks/whk_1", {"json": {"enabled": False}})
+    assert request("webhooks", "rotate-secret", "whk_1") == ("POST", "/admin/v1/webhooks/whk_1/rotate-secret", {})
+    assert request("webhooks", "deliveries", "whk_1") == ("GET", "/admin/v1/webhooks/whk_1/deliveries", {})
+    assert request("webhooks", "redeliver", "whk_1", "msg_a_1") == (
+        "POST", "/admin/v1/webhooks/whk_1/deliveries/msg_a_1/redeliver", {})
+    assert request("webhooks", "delete", "whk_1") == ("DELETE", "/admin/v1/webhooks/whk_1", {})
+
+
+def test_hash_bank_commands_make_the_admin_apis_requests(tmp_path):
+    csv = tmp_path / "bank.csv"
+    csv.write_text("ab" * 32 + ",,,\n")
+
+    def request(*argv):
+        return _request(_parser().parse_args(list(argv)))
+
+    assert request("hashbank", "list", "acme") == (
+        "GET", "/admin/v1/accounts/acme/hash-bank", {"params": {"limit": 100}})
+    assert request("hashbank", "remove", "acme", "ab" * 32) == (
+        "DELETE", f"/admin/v1/accounts/acme/hash-bank/{'ab' * 32}", {})
+    assert request("hashbank", "export", "acme") == ("GET", "/admin/v1/accounts/acme/hash-bank/export", {})
+    assert request("hashbank", "import", "acme", str(csv)) == (
+        "POST", "/admin/v1/accounts/acme/hash-bank/import",
+        {"content": csv.read_bytes(), "headers": {"content-type": "text/csv"}})

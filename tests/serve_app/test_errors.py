@@ -19,6 +19,8 @@ from policy.review_queue import (
     ReviewItemNotFound,
     ReviewQueueFull,
 )
+from policy.webhook_urls import UnsafeWebhookUrl
+from policy.webhooks import TooManyEndpoints
 from serve_app import errors
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
 
@@ -43,6 +45,8 @@ CASES = [
     (flow.Overloaded(), 503, "overloaded"),
     (DecodeBusy("all decode workers busy"), 503, "overloaded"),
     (DecodeTimeout("decoding took too long"), 503, "overloaded"),
+    (UnsafeWebhookUrl("A webhook URL must start with http:// or https://."), 400, "invalid_request"),
+    (TooManyEndpoints(10), 400, "invalid_request"),
 ]
 
 

@@ -1,0 +1,144 @@
+"""The webhook delivery worker: takes due deliveries from the outbox, sends them, records each attempt.
+
+    python -m runtime.webhook_worker --redis-url redis://moderation@127.0.0.1:6390/0 --redis-password-file PATH
+
+Why a process of its own, started by `make serve` (runtime/webhook_process.py), and not a deployment of the graph:
+delivery needs no model and no request path, waits on other people's servers for up to 15 s a try, and must go on
+while the graph is redeployed, scaled or restarted; a Serve deployment would take a replica's CPU share for that and
+be stopped with the graph. Where the graph runs without `make serve` (`serve run`, KubeRay), run this module beside
+it against the same store. Several workers may run at once: each delivery is leased (policy/outbox.py).
+
+Its metrics are on its own Prometheus endpoint (127.0.0.1:MODERATION_WEBHOOK_METRICS_PORT, default 8082; 0: none):
+`moderation_webhook_deliveries_total{outcome}`, `moderation_webhook_attempt_latency_ms`,
+`moderation_webhook_queue_depth` and `moderation_webhook_oldest_undelivered_age_seconds` (docs/webhooks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from policy.outbox import Outbox
+from policy.webhooks import WebhookRules
+from runtime.settings import get_settings
+from runtime.webhook_sender import WebhookSender
+
+log = logging.getLogger("moderation.webhooks")
+
+# Deliveries sent at once; the next claim waits for a free slot.
+CONCURRENCY = 16
+# How often an idle worker looks for due deliveries: the delay a new event may wait.
+POLL_S = 0.5
+# A store that cannot be reached is retried this often (the worker never exits on a store error).
+STORE_RETRY_S = 2.0
+
+
+class _Metrics:
+    def __init__(self, port: int):
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+        self.registry = CollectorRegistry()
+        self.deliveries = Counter(
+            "moderation_webhook_deliveries", "Webhook attempts by outcome (delivered, http_error, timeout, gone, ...).",
+            ["outcome"], registry=self.registry,
+        )  # fmt: skip
+        self.latency = Histogram(
+            "moderation_webhook_attempt_latency_ms", "One webhook attempt, request to answer.",
+            buckets=[5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 15000], registry=self.registry,
+        )  # fmt: skip
+        self.depth = Gauge("moderation_webhook_queue_depth", "Pending webhook deliveries.", registry=self.registry)
+        self.oldest = Gauge(
+            "moderation_webhook_oldest_undelivered_age_seconds", "Age of the oldest pending webhook delivery.",
+            registry=self.registry,
+        )  # fmt: skip
+        if port:
+            start_http_server(port, addr="127.0.0.1", registry=self.registry)
+
+
+class WebhookWorker:
+    def __init__(self, redis: Redis, rules: WebhookRules, *, metrics_port: int = 0, concurrency: int = CONCURRENCY,
+                 poll_s: float = POLL_S):  # fmt: skip
+        self.outbox = Outbox(redis, rules)
+        self.sender = WebhookSender(rules)
+        self.metrics = _Metrics(metrics_port)
+        self.concurrency, self.poll_s = concurrency, poll_s
+        self._stopping = asyncio.Event()
+
+    async def run_once(self) -> int:
+        """Claims what is due (up to `concurrency`), sends it all at once, records each; returns how many."""
+        claimed = await self.outbox.claim(self.concurrency)
+        await asyncio.gather(*(self._deliver(delivery) for delivery in claimed))
+        depth, oldest_s = await self.outbox.backlog()
+        self.metrics.depth.set(depth)
+        self.metrics.oldest.set(oldest_s)
+        return len(claimed)
+
+    async def _deliver(self, delivery) -> None:
+        attempt = await self.sender.send(delivery)
+        logged = await self.outbox.record(delivery, attempt)
+        self.metrics.deliveries.labels(outcome=attempt.outcome).inc()
+        self.metrics.latency.observe(attempt.latency_ms)
+        log.info("webhook %s to %s: attempt %d %s %s", delivery.event_id, delivery.endpoint_id, logged.attempt,
+                 attempt.outcome, attempt.status or "")  # fmt: skip
+
+    async def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                busy = await self.run_once()
+            except Exception as exc:  # noqa: BLE001 - a store outage (or restart) is waited out, never fatal
+                log.warning("webhook worker: %s; retrying in %.0f s", type(exc).__name__, STORE_RETRY_S)
+                busy = 0
+                await self._sleep(STORE_RETRY_S)
+            if not busy:
+                await self._sleep(self.poll_s)
+        await self.sender.aclose()
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runtime.webhook_worker", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--redis-url", help="the store, without its password (default: REDIS_URL)")
+    parser.add_argument("--redis-password-file", type=Path, help="a file holding the store's password")
+    return parser
+
+
+async def _main(args: argparse.Namespace) -> None:
+    settings = get_settings()
+    url = args.redis_url or settings.redis_url
+    if not url:
+        raise SystemExit("--redis-url or REDIS_URL must be set")
+    password = args.redis_password_file.read_text().strip() if args.redis_password_file else None
+    redis = Redis.from_url(url, password=password, decode_responses=True, socket_timeout=10, socket_connect_timeout=2)
+    worker = WebhookWorker(redis, settings.webhook_rules(), metrics_port=settings.webhook_metrics_port)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, worker.stop)
+    log.info("webhook worker started")
+    try:
+        await worker.run()
+    finally:
+        await redis.aclose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    asyncio.run(_main(_parser().parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The webhook worker against a real store and a real receiver on loopback that verifies every request with the
+`standardwebhooks` package: delivery, retries with Retry-After, 410, redirects, time-outs, the outbound rule at
+delivery, and, with the worker as its own process, a worker kill and a store restart that lose nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import redis.asyncio
+from support.webhook_receiver import Answer, WebhookReceiver, event_types
+
+from policy.outbox import Outbox
+from policy.review_queue import ReviewQueue
+from policy.webhooks import WebhookRules, WebhookStore
+from runtime.embedded_store import EmbeddedStore, free_port
+from runtime.settings import PROJECT_ROOT
+from runtime.webhook_worker import WebhookWorker
+
+pytestmark = pytest.mark.anyio
+FAST = WebhookRules(allow_private=True, retry_schedule_s=(0, 0.2, 0.2), jitter=0.0, timeout_s=2)
+
+
+async def _setup(redis_client, receiver: WebhookReceiver, rules: WebhookRules = FAST, url: str | None = None):
+    endpoint, secret = await WebhookStore(redis_client, rules).create("acme", url or receiver.url,
+                                                                     ["review.created", "review.decided"])
+    receiver.secret = secret
+    item = await ReviewQueue(redis_client).create(
+        account="acme", reason="model_flagged", kind="text", reference="comment-7", image_url=None,
+        scores={"toxic": 0.81}, model_version="toxic=use-1",
+    )  # fmt: skip
+    return endpoint, item
+
+
+async def _until_settled(worker: WebhookWorker, rounds: int = 40) -> None:
+    for _ in range(rounds):
+        await worker.run_once()
+        if (await worker.outbox.backlog())[0] == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the delivery never settled")
+
+
+async def test_a_review_event_arrives_signed_and_the_receiver_verifies_it(redis_client):
+    with WebhookReceiver() as receiver:
+        endpoint, item = await _setup(redis_client, receiver)
+        worker = WebhookWorker(redis_client, FAST)
+        assert await worker.run_once() == 1
+        [request] = receiver.received
+        assert request.verified["type"] == "review.created"
+        assert request.verified["data"]["id"] == item.id and request.verified["data"]["reference"] == "comment-7"
+        assert request.verified["data"]["categories"] == {"toxic": 0.81}
+        # The item, never the content: these fields and no other.
+        assert set(request.verified["data"]) == {"id", "reference", "status", "reason", "kind", "created_at",
+                                                 "decided_at", "categories"}
+        assert request.path == "/hooks" and request.headers["webhook-id"].startswith("msg_")
+        [logged] = await worker.outbox.log(endpoint.id)
+        assert (logged.outcome, logged.status, logged.attempt) == ("delivered", 200, 1)
+        await ReviewQueue(redis_client).decide(item.id, "rejected")
+        await worker.run_once()
+        assert event_types(receiver.received) == ["review.created", "review.decided"]
+        assert receiver.received[1].verified["data"]["status"] == "rejected"
+
+
+async def test_a_receiver_that_is_down_gets_the_same_event_again_after_its_retry_after(redis_client):
+    with WebhookReceiver() as receiver:
+        receiver.answers.extend([Answer(503, {"Retry-After": "1"}), Answer(500)])
+        endpoint, _ = await _setup(redis_client, receiver)
+        worker = WebhookWorker(redis_client, FAST)
+        started = time.monotonic()
+        await _until_settled(worker)
+        assert len(receiver.received) == 3 and all(r.verified for r in receiver.received)
+        assert len({r.headers["webhook-id"] for r in receiver.received}) == 1  # one event, three tries
+        assert receiver.received[1].at - receiver.received[0].at >= 0.95  # Retry-After: 1 over the 0.2 s schedule
+        assert time.monotonic() - started < 10
+        assert [e.outcome for e in await worker.outbox.log(endpoint.id)] == ["delivered", "http_error", "http_error"]
+
+
+async def test_a_410_disables_the_endpoint_and_no_later_event_is_sent(redis_client):
+    with WebhookReceiver() as receiver:
+        receiver.answers.append(Answer(410))
+        endpoint, item = await _setup(redis_client, receiver)
+        worker = WebhookWorker(redis_client, FAST)
+        await worker.run_once()
+        assert not (await WebhookStore(redis_client).get(endpoint.id)).enabled
+        await ReviewQueue(redis_client).decide(item.id, "approved")
+        await worker.run_once()
+        assert len(receiver.received) == 1
+
+
+async def test_a_redirect_is_followed_on_the_same_host_only(redis_client):
+    with WebhookReceiver() as receiver, WebhookReceiver() as elsewhere:
+        receiver.answers.append(Answer(307, {"Location": "/moved"}))
+        endpoint, item = await _setup(redis_client, receiver)
+        worker = WebhookWorker(redis_client, FAST)
+        await worker.run_once()
+        assert [r.path for r in receiver.received] == ["/hooks", "/moved"]
+        assert receiver.received[1].verified is not None
+        receiver.answers.append(Answer(302, {"Location": f"http://localhost:{elsewhere.port}/steal"}))
+        await ReviewQueue(redis_client).decide(item.id, "approved")
+        await worker.run_once()
+        assert elsewhere.received == []
+        assert (await worker.outbox.log(endpoint.id))[0].outcome == "redirect_refused"
+
+
+async def test_a_receiver_slower_than_the_timeout_is_a_failed_attempt(redis_client):
+    with WebhookReceiver() as receiver:
+        receiver.answers.append(Answer(200, delay_s=3))
+        endpoint, _ = await _setup(redis_client, receiver)
+        worker = WebhookWorker(redis_client, WebhookRules(allow_private=True, timeout_s=0.5, jitter=0.0))
+        started = time.monotonic()
+        await worker.run_once()
+        assert time.monotonic() - started < 2.5
+        [logged] = await worker.outbox.log(endpoint.id)
+        assert logged.outcome == "timeout" and logged.next_try_at is not None
+
+
+async def test_at_delivery_a_loopback_receiver_is_refused_unless_the_operator_allows_it(redis_client):
+    with WebhookReceiver() as receiver:
+        endpoint, _ = await _setup(redis_client, receiver)  # created while allowed
+        worker = WebhookWorker(redis_client, WebhookRules(allow_private=False, jitter=0.0))
+        await worker.run_once()
+        assert receiver.received == []
+        [logged] = await worker.outbox.log(endpoint.id)
+        assert logged.outcome == "unsafe_url" and "127.0.0.1" in logged.error
+
+
+def _worker_process(store: EmbeddedStore, metrics_port: int) -> subprocess.Popen:
+    env = {**os.environ, "MODERATION_WEBHOOK_ALLOW_PRIVATE": "1", "MODERATION_WEBHOOK_RETRY_SCHEDULE_S": "[0, 2, 2]",
+           "MODERATION_WEBHOOK_METRICS_PORT": str(metrics_port)}  # fmt: skip
+    env.pop("REDIS_URL", None)
+    command = [sys.executable, "-m", "runtime.webhook_worker", "--redis-url", store.url_without_password,
+               "--redis-password-file", str(store.password_path)]  # fmt: skip
+    return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, start_new_session=True)
+
+
+async def test_an_event_survives_a_killed_worker_and_a_restarted_store(tmp_path):
+    store = EmbeddedStore(tmp_path / "store")
+    store.start()
+    metrics_port = free_port()
+    client = redis.asyncio.Redis.from_url(store.url, decode_responses=True)
+    worker = None
+    try:
+        with WebhookReceiver() as receiver:
+            receiver.answers.append(Answer(503))  # the first try fails: the retry is pending when the worker dies
+            await _setup(client, receiver)
+            worker = _worker_process(store, metrics_port)
+            receiver.wait_for(1)
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+            await client.aclose()
+            store.stop()
+            store.start()
+            client = redis.asyncio.Redis.from_url(store.url, decode_responses=True)
+            assert (await Outbox(client).backlog())[0] == 1  # still pending after the store's restart (AOF)
+            worker = _worker_process(store, metrics_port)
+            [first, second] = receiver.wait_for(2)
+            assert second.verified is not None and second.headers["webhook-id"] == first.headers["webhook-id"]
+            metrics = _scrape_until(f"http://127.0.0.1:{metrics_port}/metrics", 'outcome="delivered"')
+            assert 'moderation_webhook_deliveries_total{outcome="delivered"} 1.0' in metrics
+            assert "moderation_webhook_queue_depth 0.0" in metrics
+    finally:
+        if worker is not None and worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=10)
+        await client.aclose()
+        store.stop()
+
+
+def _scrape_until(url: str, wanted: str, timeout_s: float = 15) -> str:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            text = httpx.get(url, timeout=2).text
+            if wanted in text and "moderation_webhook_queue_depth 0.0" in text:
+                return text
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{wanted} never appeared at {url}")
+        time.sleep(0.2)
+
+
+
+def test_the_runners_worker_process_is_started_again_when_it_dies_and_stopped_for_good(tmp_path):
+    from runtime.webhook_process import WebhookWorkerProcess
+
+    with EmbeddedStore(tmp_path / "store") as store:
+        process = WebhookWorkerProcess(store.url_without_password, store.password_path).start()
+        try:
+            first = process.pid
+            environ = open(f"/proc/{first}/environ", "rb").read()
+            assert b"REDIS_URL=" not in environ and store.url.encode() not in environ
+            os.killpg(first, signal.SIGKILL)
+            deadline = time.monotonic() + 15
+            while process.restarts == 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert process.restarts == 1 and process.pid != first
+        finally:
+            process.stop()
+        assert process._process.poll() is not None
