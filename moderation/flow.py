@@ -132,6 +132,8 @@ class ModerationFlow:
                 image_url=item.image_url,
                 scores=scored.categories,
                 model_version=scored.model_version,
+                text=item.content.text if item.kind == "text" and caller.profile.keep_review_text else None,
+                profile=caller.profile.name,
             )
         except ReviewQueueFull:
             # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).

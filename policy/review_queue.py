@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
-from policy import lua, redis_keys
+from policy import decision_counts, lua, redis_keys
 from policy.types import MAX_FIELD_CHARS, ContentKind, ReviewItem, ReviewReason
 
 DECISIONS = ("approved", "rejected")
@@ -137,6 +137,8 @@ class _ItemData(BaseModel):
     scores: dict[str, float] = {}
     model_version: str | None = None
     created_at: float
+    text: str | None = None
+    profile: str | None = None
 
 
 def _item(item_id: int, fields: dict[str, str]) -> ReviewItem:
@@ -146,6 +148,8 @@ def _item(item_id: int, fields: dict[str, str]) -> ReviewItem:
         id=item_id,
         status=fields["status"],
         decided_at=float(decided_at) if decided_at is not None else None,
+        decided_by=fields.get("decided_by") or None,
+        reason_code=fields.get("reason_code") or None,
         **data.model_dump(),
     )
 
@@ -195,6 +199,8 @@ class ReviewQueue:
         scores: dict[str, float],
         model_version: str | None,
         now: float | None = None,
+        text: str | None = None,
+        profile: str | None = None,
     ) -> ReviewItem:
         """A pending item; raises ReviewQueueFull (nothing queued) when the account holds its cap of pending items.
 
@@ -209,6 +215,8 @@ class ReviewQueue:
             scores=scores,
             model_version=model_version,
             created_at=now,
+            text=text,
+            profile=profile,
         )
         keys, args = self._new_item_args(account, data, now)
         item_id = int(await self._create(keys=keys, args=args))
@@ -257,7 +265,13 @@ class ReviewQueue:
         return found[:limit]
 
     async def decide(
-        self, item_id: int, status: Literal["approved", "rejected"], now: float | None = None
+        self,
+        item_id: int,
+        status: Literal["approved", "rejected"],
+        now: float | None = None,
+        *,
+        decided_by: str = "",
+        reason_code: str = "",
     ) -> ReviewItem:
         """pending -> approved | rejected, once. Raises ReviewItemNotFound or ReviewAlreadyDecided.
 
@@ -270,13 +284,14 @@ class ReviewQueue:
         expire_at = int(now + self.rules.decided_retention_s) + 1
         reply = await self._decide(
             keys=[redis_keys.review_item(item_id), *self._queue_keys()],
-            args=[*self._queue_args(now), status, repr(now), item_id, expire_at],
+            args=[*self._queue_args(now), status, repr(now), item_id, expire_at, decided_by, reason_code],
         )
         outcome = reply[0]
         if outcome == "missing":
             raise ReviewItemNotFound(item_id)
         if outcome == "decided":
             raise ReviewAlreadyDecided(item_id)
+        await decision_counts.count_decision(self._redis, now)
         return _item(item_id, dict(zip(reply[1::2], reply[2::2])))
 
     async def prune(self, now: float | None = None) -> int:

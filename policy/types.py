@@ -79,6 +79,9 @@ class Profile(_Strict):
     mode: Mode
     report_threshold: int = Field(default=3, ge=0)
     categories: dict[str, CategoryThresholds]
+    # A text queued for review keeps its text for the moderator for as long as the item is kept; False keeps none
+    # (the moderator then sees only the reference). Images are never stored, whatever this says.
+    keep_review_text: bool = True
 
     @model_validator(mode="after")
     def _known_categories(self) -> Profile:
@@ -123,3 +126,7 @@ class ReviewItem(_Strict):
     model_version: str | None = None
     created_at: float
     decided_at: float | None = None
+    text: str | None = None  # a text item's text, unless its profile keeps none (`Profile.keep_review_text`)
+    profile: str | None = None  # the profile that decided it, for the thresholds the moderator is shown
+    decided_by: str | None = None  # who decided: a dashboard user's name, or "admin-token"
+    reason_code: str | None = None  # why, as the moderator chose it (serve_app/dashboard/reasons.py)

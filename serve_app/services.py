@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -9,16 +10,20 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as StoreConnectionError
+from redis.exceptions import RedisError
 
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from policy.audit import AuditLog, AuditRules
 from policy.feedback import FeedbackStore
 from policy.limits import Limits
+from policy.refusals import RateRefusals
 from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
+
+log = logging.getLogger("moderation.services")
 
 
 # A client made by from_url has no retry by default: after a store restart (the supervisor's, a failover), every
@@ -42,6 +47,7 @@ class Services:
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
     audit: AuditLog | None = None  # the admin audit log (written by the admin app only)
     health: HealthMonitor | None = None  # what /healthz answers; None in the admin app
+    redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (serve_app/dashboard)
 
     @classmethod
     def connect(
@@ -74,4 +80,15 @@ class Services:
             audit=AuditLog(redis, audit_rules),
             time_limits=time_limits,
             health=HealthMonitor(redis, backends, health_rules, on_store_memory) if backends is not None else None,
+            redis=redis,
         )
+
+
+async def count_rate_refusal(services: Services, account: str) -> None:
+    """For the operators' usage page (policy/refusals.py). A store error here must not turn the 429 into a 503."""
+    if services.redis is None:
+        return
+    try:
+        await RateRefusals(services.redis).count(account)
+    except RedisError as exc:
+        log.warning("rate refusal of %s not counted: %s", account, type(exc).__name__)
