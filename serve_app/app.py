@@ -13,6 +13,7 @@ from serve_app.access_log import AccessLogMiddleware
 from serve_app.admin_audit import AdminAuditMiddleware
 from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
+from serve_app.docs_page import install_docs
 from serve_app.dashboard.stores import DashboardStores
 from serve_app.errors import install_error_handlers
 from serve_app.schemas import finish_openapi
@@ -26,7 +27,10 @@ def create_app(services: Services) -> FastAPI:
         title="Content moderation API",
         version=API_VERSION,
         description="Scores images and text with real models and decides by the caller's profile.",
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs(app)  # /docs with Swagger UI's files served here, not from a CDN
     app.state.services = services
     install_error_handlers(app)
     # Inside the access log (added first), so the log sees the 408/429/503 it answers.
