@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from browser import start_chromium
+from support.browser import start_chromium
 from PIL import Image
 
 pytestmark = pytest.mark.e2e
@@ -207,4 +207,5 @@ def test_csrf_sessions_and_roles_are_refused_in_the_browser_and_outside_it(serve
         assert forged.status_code == 403  # the cookie alone, without the page's CSRF token
     with httpx.Client(base_url=admin) as nobody:
         assert nobody.get("/dashboard/").status_code == 303  # no session: to the login page
-        assert nobody.get("/dashboard/", cookies={"moderation_session": "made-up"}).status_code == 303
+    with httpx.Client(base_url=admin, cookies={"moderation_session": "made-up"}) as made_up:
+        assert made_up.get("/dashboard/").status_code == 303
