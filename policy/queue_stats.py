@@ -1,5 +1,5 @@
 """The review queue's health in numbers: pending items per account, the oldest pending item's age, decisions per
-hour. Shown on the operators' dashboard page and exported as Prometheus metrics (serve_app/dashboard/metrics.py).
+hour. Shown on the operators' dashboard page and exported as Prometheus metrics (dashboard/metrics.py).
 
 Decisions are counted per UTC hour as they are made (ReviewQueue.decide), in small expiring counters, so the rate
 costs two reads however long the queue's history.

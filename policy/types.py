@@ -129,4 +129,4 @@ class ReviewItem(_Strict):
     text: str | None = None  # a text item's text, unless its profile keeps none (`Profile.keep_review_text`)
     profile: str | None = None  # the profile that decided it, for the thresholds the moderator is shown
     decided_by: str | None = None  # who decided: a dashboard user's name, or "admin-token"
-    reason_code: str | None = None  # why, as the moderator chose it (serve_app/dashboard/reasons.py)
+    reason_code: str | None = None  # why, as the moderator chose it (dashboard/reasons.py)

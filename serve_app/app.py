@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from serve_app import dashboard, routes_admin, routes_admin_users, routes_openai, routes_perspective, routes_public
+from serve_app import routes_admin, routes_admin_users, routes_openai, routes_perspective, routes_public
 from serve_app.access_log import AccessLogMiddleware
 from serve_app.admin_audit import AdminAuditMiddleware
 from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.docs_page import install_docs
-from serve_app.dashboard.stores import DashboardStores
 from serve_app.errors import install_error_handlers
 from serve_app.schemas import finish_openapi
 from serve_app.services import Services
@@ -50,7 +49,8 @@ def create_app(services: Services) -> FastAPI:
 
 
 def create_admin_app(services: Services, admin_token: str) -> FastAPI:
-    """The admin API and the dashboard, for their own listener (loopback by default): never on the public port."""
+    """The admin API alone, for its own listener (loopback by default): never on the public port. The listener
+    serves the dashboard beside it (dashboard.app)."""
     app = FastAPI(title="Content moderation admin API", version=API_VERSION, openapi_url=None)
     app.state.services = services
     app.state.admin_guard = AdminGuard(admin_token)
@@ -59,7 +59,6 @@ def create_admin_app(services: Services, admin_token: str) -> FastAPI:
         app.add_middleware(AdminAuditMiddleware, audit=services.audit)  # inside the access log
     app.add_middleware(AccessLogMiddleware)
     app.include_router(routes_admin.router)
-    if services.redis is not None:  # the dashboard's pages (serve_app/dashboard), on this listener only
+    if services.redis is not None:  # the dashboard's users; its pages are added by dashboard.app
         app.include_router(routes_admin_users.router)
-        dashboard.install(app, DashboardStores.over(services.redis))
     return app

@@ -47,7 +47,7 @@ class Services:
     feedback: FeedbackStore | None = None  # score suggestions of the Perspective-compatible API
     audit: AuditLog | None = None  # the admin audit log (written by the admin app only)
     health: HealthMonitor | None = None  # what /healthz answers; None in the admin app
-    redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (serve_app/dashboard)
+    redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
 
     @classmethod
     def connect(

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
-from support.api import ADMIN_TOKEN, Api, StubBackends, seeded_api
+from support.api import Api, StubBackends, seeded_api
 
-from serve_app.app import create_admin_app
 from serve_app.services import Services
 
 
@@ -25,11 +23,3 @@ def api(redis_url: str, backends: StubBackends):
 @pytest.fixture
 def key(api: Api) -> dict:
     return api.new_key()
-
-
-@pytest.fixture
-def client(api, redis_url):
-    """A client of the admin listener's app (admin API and dashboard) over the seeded store of `api`. One client per
-    test: its store connections belong to its event loop; `cookies.clear()` makes it another browser."""
-    with TestClient(create_admin_app(Services.connect(redis_url, None), ADMIN_TOKEN)) as admin_client:
-        yield admin_client

@@ -1,4 +1,4 @@
-"""Driving the dashboard (serve_app/dashboard) over HTTP in tests: log in, read a page's CSRF token, post a form."""
+"""Driving the dashboard (dashboard) over HTTP in tests: log in, read a page's CSRF token, post a form."""
 
 from __future__ import annotations
 

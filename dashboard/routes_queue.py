@@ -18,12 +18,12 @@ from policy.review_browse import QueueFilter
 from policy.review_queue import ReviewAlreadyDecided
 from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, ReviewItem
 from serve_app.auth import services
-from serve_app.dashboard.auth import PATH, Viewer, signed_in, stores
-from serve_app.dashboard.errors import PageError
-from serve_app.dashboard.forms import checked_form
-from serve_app.dashboard.pages import render
-from serve_app.dashboard.reasons import REASONS
-from serve_app.dashboard.review_view import scored_categories
+from dashboard.auth import PATH, Viewer, signed_in, stores
+from dashboard.errors import PageError
+from dashboard.forms import checked_form
+from dashboard.pages import render
+from dashboard.reasons import REASONS
+from dashboard.review_view import scored_categories
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 KINDS = ("image", "text", "report")

@@ -3,7 +3,7 @@
 The cookie holds only a random token (the store keeps its SHA-256, policy/sessions.py); it is HttpOnly (no script
 reads it), SameSite=Strict (no other site's page sends it) and Secure whenever the dashboard is reached over TLS
 (directly, or behind a proxy that says so in X-Forwarded-Proto). Every state change also needs the session's CSRF
-token in its form (serve_app/dashboard/forms.py).
+token in its form (dashboard/forms.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from starlette.responses import Response
 from policy.sessions import Session
 from policy.users import User
 from serve_app.admin_audit import ACTOR_STATE
-from serve_app.dashboard.errors import LoginRequired, PageError
-from serve_app.dashboard.stores import DashboardStores
+from dashboard.errors import LoginRequired, PageError
+from dashboard.stores import DashboardStores
 
 COOKIE = "moderation_session"
 PATH = "/dashboard"

@@ -11,12 +11,12 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import RedirectResponse, Response
 
 from serve_app.admin_audit import ACTOR_STATE, TARGET_STATE
-from serve_app.dashboard.auth import (
+from dashboard.auth import (
     PATH, Viewer, actor, clear_session_cookie, set_session_cookie, signed_in, stores,
 )  # fmt: skip
-from serve_app.dashboard.errors import PageError
-from serve_app.dashboard.forms import CSRF_FIELD, checked_form, read_form
-from serve_app.dashboard.pages import render
+from dashboard.errors import PageError
+from dashboard.forms import CSRF_FIELD, checked_form, read_form
+from dashboard.pages import render
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 # Before there is a session, the login form's CSRF token is a double-submit cookie: another site's page can neither

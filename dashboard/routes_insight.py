@@ -14,9 +14,9 @@ from policy.limits import month_of
 from policy.refusals import RateRefusals
 from policy.review_queue import day_of
 from serve_app.auth import services
-from serve_app.dashboard.auth import PATH, Viewer, operator, signed_in, stores
-from serve_app.dashboard.errors import PageError
-from serve_app.dashboard.pages import render
+from dashboard.auth import PATH, Viewer, operator, signed_in, stores
+from dashboard.errors import PageError
+from dashboard.pages import render
 from serve_app.routes_admin import STREAM_ID_PATTERN
 
 router = APIRouter(prefix=PATH, include_in_schema=False)

@@ -8,7 +8,7 @@ import re
 import pytest
 from support.dashboard import ADMIN, csrf_of, log_in, make_user, post_form
 
-from serve_app.dashboard.routes_queue import _safe_image_url
+from dashboard.routes_queue import _safe_image_url
 
 REVIEW_TOXIC = 0.6  # between the test profile's toxic review (0.5) and block (0.8) thresholds
 

@@ -13,10 +13,10 @@ from starlette.responses import RedirectResponse, Response
 
 from policy.users import ROLES, USER_NAME_PATTERN, InvalidPassword, UserExists
 from serve_app.admin_audit import TARGET_STATE
-from serve_app.dashboard.auth import PATH, Viewer, operator, stores
-from serve_app.dashboard.errors import PageError
-from serve_app.dashboard.forms import checked_form
-from serve_app.dashboard.pages import render
+from dashboard.auth import PATH, Viewer, operator, stores
+from dashboard.errors import PageError
+from dashboard.forms import checked_form
+from dashboard.pages import render
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 

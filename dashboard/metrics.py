@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from serve_app.admin_guard import require_admin
-from serve_app.dashboard.auth import stores
+from dashboard.auth import stores
 
 router = APIRouter(include_in_schema=False)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

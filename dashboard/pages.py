@@ -1,4 +1,4 @@
-"""Renders the dashboard's Jinja2 templates (serve_app/templates/dashboard), autoescaped, with what every page
+"""Renders the dashboard's Jinja2 templates (dashboard/templates), autoescaped, with what every page
 shows: the signed-in user, the CSRF token for its forms, the navigation of the user's role."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True, undefined=jinja2.StrictUndefined)
 
@@ -41,4 +41,4 @@ def render(request: Request, template: str, status: int = 200, **context) -> Res
     context.setdefault("viewer", viewer)
     context.setdefault("csrf_token", viewer.session.csrf_token if viewer else "")
     context.setdefault("notice", "")
-    return templates.TemplateResponse(request, f"dashboard/{template}", context, status_code=status)
+    return templates.TemplateResponse(request, template, context, status_code=status)

@@ -12,13 +12,13 @@ from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import RedirectResponse, Response
 
-from serve_app.dashboard import metrics, routes_config, routes_insight, routes_login, routes_people, routes_queue
-from serve_app.dashboard.auth import PATH
-from serve_app.dashboard.errors import LoginRequired, PageError
-from serve_app.dashboard.pages import render
-from serve_app.dashboard.stores import DashboardStores
+from dashboard import metrics, routes_config, routes_insight, routes_login, routes_people, routes_queue
+from dashboard.auth import PATH
+from dashboard.errors import LoginRequired, PageError
+from dashboard.pages import render
+from dashboard.stores import DashboardStores
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+STATIC_DIR = Path(__file__).resolve().parent / "static"
 # Scripts and styles only from the service; images from anywhere over http(s), since a queue item's preview is the
 # client's own image_url, loaded by the moderator's browser (the service never fetches it). No framing, no form
 # posting elsewhere, and no referrer sent to the image hosts.
@@ -33,7 +33,7 @@ PAGE_HEADERS = {
 
 def install(app: FastAPI, stores: DashboardStores) -> None:
     app.state.dashboard = stores
-    app.mount(f"{PATH}/static", StaticFiles(directory=STATIC_DIR / "dashboard"), name="dashboard-static")
+    app.mount(f"{PATH}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
     for module in (routes_login, routes_queue, routes_config, routes_people, routes_insight, metrics):
         app.include_router(module.router)
 
