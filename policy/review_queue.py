@@ -9,8 +9,8 @@ last report, an account's reports and escalations per UTC day are capped (`Repor
 nothing counted), an account holds at most `pending_per_account` pending items (`ReviewQueueFull`,
 nothing queued), a pending item is removed once its time is over and a decided one once its
 retention is over, and a stored reference or image_url is at most `policy.types.MAX_FIELD_CHARS`
-characters (`InvalidReviewField`). So one account can fill at most `pending_per_account` items of
-at most ~9 KB each (two 4,096-character fields; docs/operating.md, Store memory).
+characters (`InvalidReviewField`), and a kept text at most `MAX_REVIEW_TEXT_CHARS` (its start). So one account can
+fill at most `pending_per_account` items of at most ~9 KB each plus their text (docs/operating.md, Store memory).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from policy import decision_counts, lua, redis_keys
-from policy.types import MAX_FIELD_CHARS, ContentKind, ReviewItem, ReviewReason
+from policy.types import MAX_FIELD_CHARS, MAX_REVIEW_TEXT_CHARS, ContentKind, ReviewItem, ReviewReason
 
 DECISIONS = ("approved", "rejected")
 # How many ids `list` reads per round trip while it filters by a second criterion.
@@ -138,6 +138,7 @@ class _ItemData(BaseModel):
     model_version: str | None = None
     created_at: float
     text: str | None = None
+    text_chars: int | None = None
     profile: str | None = None
 
 
@@ -215,7 +216,8 @@ class ReviewQueue:
             scores=scores,
             model_version=model_version,
             created_at=now,
-            text=text,
+            text=text[:MAX_REVIEW_TEXT_CHARS] if text is not None else None,
+            text_chars=len(text) if text is not None else None,
             profile=profile,
         )
         keys, args = self._new_item_args(account, data, now)
