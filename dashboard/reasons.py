@@ -17,3 +17,17 @@ REJECT_REASONS = {
     "other_policy": "Other policy violation",
 }
 REASONS = {"approved": APPROVE_REASONS, "rejected": REJECT_REASONS}
+# The reject reason the item page preselects from the item's highest-scoring category, so that `r` alone usually
+# records the right one; the moderator changes it in the list when it is not.
+CATEGORY_REJECT_REASONS = {
+    "nsfw": "sexual_content", "sexual": "sexual_content", "violence": "violence_gore", "weapon": "violence_gore",
+    "toxic": "harassment", "insult": "harassment", "profanity": "harassment", "identity_attack": "hate",
+    "threat": "threat",
+}  # fmt: skip
+
+
+def preselected(status: str, top_category: str | None) -> str:
+    """The reason the item page's list for `status` starts on."""
+    if status == "rejected" and top_category in CATEGORY_REJECT_REASONS:
+        return CATEGORY_REJECT_REASONS[top_category]
+    return next(iter(REASONS[status]))

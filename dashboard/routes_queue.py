@@ -22,7 +22,7 @@ from dashboard.auth import PATH, Viewer, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
-from dashboard.reasons import REASONS
+from dashboard.reasons import REASONS, preselected
 from dashboard.review_view import scored_categories
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
@@ -87,10 +87,13 @@ async def item_page(request: Request, item_id: int, viewer: Viewer = Depends(sig
     following = await dash.browser.next_after(item.id, chosen)
     previous = await dash.browser.previous_before(item.id, chosen)
     profile = await services(request).config.get_profile(item.profile) if item.profile else None
+    categories = scored_categories(item, profile)
+    top_category = categories[0].name if categories else None
     return render(
         request, "item.html", item=item, claim=claim, mine=claim is not None and claim.holder == viewer.user.name,
-        categories=scored_categories(item, profile), reports=await dash.browser.report_count(item.account, item.reference),
-        reasons=REASONS, query=query, next_url=item_url(following.id, query) if following else "",
+        categories=categories, reports=await dash.browser.report_count(item.account, item.reference),
+        reasons=REASONS, chosen_reason={status: preselected(status, top_category) for status in REASONS},
+        query=query, next_url=item_url(following.id, query) if following else "",
         previous_url=item_url(previous.id, query) if previous else "", safe_image_url=_safe_image_url(item.image_url),
     )  # fmt: skip
 

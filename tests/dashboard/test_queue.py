@@ -127,3 +127,9 @@ def test_the_queues_numbers_are_prometheus_metrics_behind_the_admin_token(mia, q
     post_form(mia, f"/dashboard/items/{queued[0]}/approve", f"/dashboard/items/{queued[0]}", reason_code="false_positive")
     text = mia.get("/metrics", headers=ADMIN).text
     assert "moderation_review_decisions_last_hour 1" in text and 'pending{account="acme"} 2' in text
+
+
+def test_the_reject_reason_starts_on_the_one_of_the_items_top_category(mia, queued):
+    page = mia.get(f"/dashboard/items/{queued[0]}").text
+    assert re.search(r'<option value="harassment" selected>', page)  # toxic
+    assert re.search(r'<option value="not_a_violation" selected>', page)

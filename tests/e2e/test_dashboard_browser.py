@@ -21,6 +21,8 @@ import pytest
 from support.browser import start_chromium
 from PIL import Image
 
+from runtime.cli import main
+
 pytestmark = pytest.mark.e2e
 
 PASSWORD = "browser-test-password"
@@ -62,10 +64,15 @@ def image_host():
 
 
 @pytest.fixture(scope="module")
-def people(admin_client):
-    for name, role in (("mia", "moderator"), ("olga", "operator")):
-        response = admin_client.post("/admin/v1/users", json={"name": name, "role": role, "password": PASSWORD})
-        assert response.status_code in (201, 400), response.text  # 400: made by an earlier module run
+def people(serve_graph, admin_client, admin):
+    """A moderator and an operator, made with the CLI as an install's first operator is."""
+    env = {"MODERATION_ADMIN_TOKEN": admin["Authorization"].split()[1], "MODERATION_USER_PASSWORD": PASSWORD}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        for name, role in (("mia", "moderator"), ("olga", "operator")):
+            if name not in admin_client.get("/admin/v1/users").text:
+                assert main(["--url", serve_graph["admin_url"], "users", "create", name, "--role", role]) == 0
     assert admin_client.put("/admin/v1/profiles/review-all", json=REVIEW_ALL).status_code == 200
 
 
