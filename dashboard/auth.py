@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from fastapi import Request
 from starlette.responses import Response
 
+from dashboard.errors import LoginRequired, PageError
+from dashboard.stores import DashboardStores
 from policy.sessions import Session
 from policy.users import User
 from serve_app.admin_audit import ACTOR_STATE
-from dashboard.errors import LoginRequired, PageError
-from dashboard.stores import DashboardStores
 
 COOKIE = "moderation_session"
 PATH = "/dashboard"
@@ -64,9 +64,16 @@ async def operator(request: Request) -> Viewer:
     return viewer
 
 
-def set_session_cookie(response: Response, request: Request, token: str, max_age_s: int) -> None:
-    secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
-    response.set_cookie(COOKIE, token, max_age=max_age_s, path=PATH, httponly=True, samesite="strict", secure=secure)
+def over_tls(request: Request) -> bool:
+    """Reached over TLS, directly or through a proxy that says so. Trusting the header costs nothing: it can only
+    make a cookie stricter (Secure)."""
+    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+
+
+def set_cookie(response: Response, request: Request, name: str, value: str, max_age_s: int) -> None:
+    """Every cookie of the dashboard: HttpOnly, SameSite=Strict, only under /dashboard, Secure over TLS."""
+    response.set_cookie(name, value, max_age=max_age_s, path=PATH, httponly=True, samesite="strict",
+                        secure=over_tls(request))  # fmt: skip
 
 
 def clear_session_cookie(response: Response) -> None:

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs
 
 from fastapi import Request
 
-from policy.sessions import Session
 from dashboard.errors import PageError
+from policy.sessions import Session
 
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf_token"

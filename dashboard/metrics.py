@@ -10,8 +10,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from serve_app.admin_guard import require_admin
 from dashboard.auth import stores
+from serve_app.admin_guard import require_admin
 
 router = APIRouter(include_in_schema=False)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

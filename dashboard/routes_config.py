@@ -13,14 +13,14 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import ValidationError
 from starlette.responses import RedirectResponse, Response
 
-from policy.config_listing import list_live_keys, list_plans, list_profiles
-from policy.types import BETA_CATEGORIES, IMAGE_CATEGORIES, PRIMARY_CATEGORIES, TEXT_CATEGORIES, Plan, Profile
-from serve_app.admin_audit import TARGET_STATE
-from serve_app.auth import services
 from dashboard.auth import PATH, Viewer, operator
 from dashboard.errors import PageError
 from dashboard.forms import Form, checked_form
 from dashboard.pages import render
+from policy.config_listing import list_live_keys, list_plans, list_profiles
+from policy.types import BETA_CATEGORIES, IMAGE_CATEGORIES, PRIMARY_CATEGORIES, TEXT_CATEGORIES, Plan, Profile
+from serve_app.admin_audit import TARGET_STATE
+from serve_app.auth import services
 from serve_app.routes_admin import NAME_PATTERN
 
 router = APIRouter(prefix=PATH, include_in_schema=False)

@@ -8,15 +8,15 @@ import time
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from dashboard.auth import PATH, Viewer, operator, signed_in, stores
+from dashboard.errors import PageError
+from dashboard.pages import render
 from policy import redis_keys
 from policy.config_listing import list_live_keys
 from policy.limits import month_of
 from policy.refusals import RateRefusals
 from policy.review_queue import day_of
 from serve_app.auth import services
-from dashboard.auth import PATH, Viewer, operator, signed_in, stores
-from dashboard.errors import PageError
-from dashboard.pages import render
 from serve_app.routes_admin import STREAM_ID_PATTERN
 
 router = APIRouter(prefix=PATH, include_in_schema=False)

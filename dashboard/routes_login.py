@@ -10,13 +10,13 @@ import secrets
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import RedirectResponse, Response
 
-from serve_app.admin_audit import ACTOR_STATE, TARGET_STATE
 from dashboard.auth import (
-    PATH, Viewer, actor, clear_session_cookie, set_session_cookie, signed_in, stores,
+    COOKIE, PATH, Viewer, actor, clear_session_cookie, set_cookie, signed_in, stores,
 )  # fmt: skip
 from dashboard.errors import PageError
 from dashboard.forms import CSRF_FIELD, checked_form, read_form
 from dashboard.pages import render
+from serve_app.admin_audit import ACTOR_STATE, TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 # Before there is a session, the login form's CSRF token is a double-submit cookie: another site's page can neither
@@ -28,8 +28,7 @@ LOGIN_COOKIE_AGE_S = 3600
 def _login_page(request: Request, status: int = 200, message: str = "", name: str = "") -> Response:
     token = secrets.token_urlsafe(24)
     response = render(request, "login.html", status=status, login_csrf=token, message=message, name=name)
-    response.set_cookie(LOGIN_COOKIE, token, max_age=LOGIN_COOKIE_AGE_S, path=PATH, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")  # fmt: skip
+    set_cookie(response, request, LOGIN_COOKIE, token, LOGIN_COOKIE_AGE_S)
     return response
 
 
@@ -58,7 +57,7 @@ async def login(request: Request) -> Response:
     token, _ = await stores(request).sessions.create(user.name)
     setattr(request.state, ACTOR_STATE, actor(user.name))
     response = RedirectResponse(f"{PATH}/", status_code=303)
-    set_session_cookie(response, request, token, stores(request).sessions.ttl_s)
+    set_cookie(response, request, COOKIE, token, stores(request).sessions.ttl_s)
     response.delete_cookie(LOGIN_COOKIE, path=PATH)
     return response
 

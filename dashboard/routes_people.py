@@ -11,12 +11,12 @@ import re
 from fastapi import APIRouter, Depends, Path, Request
 from starlette.responses import RedirectResponse, Response
 
-from policy.users import ROLES, USER_NAME_PATTERN, InvalidPassword, UserExists
-from serve_app.admin_audit import TARGET_STATE
 from dashboard.auth import PATH, Viewer, operator, stores
 from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
+from policy.users import ROLES, USER_NAME_PATTERN, InvalidPassword, UserExists
+from serve_app.admin_audit import TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 

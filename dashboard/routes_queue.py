@@ -14,16 +14,16 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import RedirectResponse, Response
 
-from policy.review_browse import QueueFilter
-from policy.review_queue import ReviewAlreadyDecided
-from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, ReviewItem
-from serve_app.auth import services
 from dashboard.auth import PATH, Viewer, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
 from dashboard.reasons import REASONS, preselected
 from dashboard.review_view import scored_categories
+from policy.review_browse import QueueFilter
+from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, ReviewItem
+from serve_app.auth import services
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 KINDS = ("image", "text", "report")
@@ -103,13 +103,23 @@ def _safe_image_url(url: str | None) -> str:
     return url if url and url.lower().startswith(("https://", "http://")) else ""
 
 
-@router.post("/items/{item_id}/{verdict}")
-async def decide(
-    request: Request, item_id: int, verdict: Literal["approve", "reject"], viewer: Viewer = Depends(signed_in)
+# Two routes, not one with the verdict as a parameter: the audit log records the route template, so each entry says
+# whether the item was approved or rejected.
+@router.post("/items/{item_id}/approve")
+async def approve(request: Request, item_id: int, viewer: Viewer = Depends(signed_in)) -> Response:
+    return await _decide(request, item_id, "approved", viewer)
+
+
+@router.post("/items/{item_id}/reject")
+async def reject(request: Request, item_id: int, viewer: Viewer = Depends(signed_in)) -> Response:
+    return await _decide(request, item_id, "rejected", viewer)
+
+
+async def _decide(
+    request: Request, item_id: int, status: Literal["approved", "rejected"], viewer: Viewer
 ) -> Response:
     """Decides, then opens the next pending item in the same filters (or the queue when none is left)."""
     form = await checked_form(request, viewer.session)
-    status = "approved" if verdict == "approve" else "rejected"
     reason_code = form.text("reason_code")
     if reason_code not in REASONS[status]:
         raise PageError(400, f"Choose a reason for the decision: one of {', '.join(REASONS[status])}.")
@@ -121,6 +131,8 @@ async def decide(
         await services(request).reviews.decide(item_id, status, decided_by=viewer.user.name, reason_code=reason_code)
     except ReviewAlreadyDecided:
         raise PageError(409, "This item has already been decided; a decision is final.") from None
+    except ReviewItemNotFound:
+        raise PageError(404, f"No review item {item_id}: it was never queued or its retention is over.") from None
     await dash.claims.release(item_id, viewer.user.name)
     following = await dash.browser.next_after(item_id, queue_filter(request))
     target = item_url(following.id, filter_query(request)) if following else f"{PATH}/?{filter_query(request)}"

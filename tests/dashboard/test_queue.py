@@ -69,6 +69,9 @@ def test_decide_and_next_records_who_and_why_and_the_client_sees_it(api, key, mi
     again = mia.post(f"/dashboard/items/{queued[0]}/approve", data={"csrf_token": token,
                                                                     "reason_code": "false_positive"})  # fmt: skip
     assert again.status_code == 409  # final
+    entry = mia.get("/admin/v1/audit", headers=ADMIN).json()["entries"][1]  # [0]: the refused second decision
+    assert (entry["actor"], entry["action"], entry["target"]) == ("user:mia", "POST /dashboard/items/{item_id}/reject",
+                                                                  str(queued[0]))  # fmt: skip
 
 
 def test_a_decision_needs_the_csrf_token_and_a_known_reason(api, mia, queued):

@@ -146,6 +146,10 @@ def test_a_moderator_clears_a_mixed_queue_with_the_keyboard_and_the_client_sees_
     browser.get(f"{admin}/dashboard/?account={ACCOUNT}")
     wait_for(browser, "table.queue")
     screenshot(browser, "dashboard-queue.png", tmp_path)
+    press(browser, "?")
+    assert wait_for(browser, "#help[open]").is_displayed()
+    press(browser, "\ue00c")  # Escape closes the help
+    wait_for(browser, "#help:not([open])")
     press(browser, "j")
     press(browser, "\ue007")  # Enter opens the selected (oldest) item
     assert item_id_of(wait_url(browser, lambda url: "/items/" in url)) == ids[0]
