@@ -1,4 +1,5 @@
-"""The operators' page for dashboard users: create one (moderator or operator) with a first password, delete one.
+"""Dashboard users: operators create one (moderator or operator) with a first password or delete one; everyone
+changes their own password.
 
 The CLI does the same (`moderation-admin user-create`), for the first operator of an install. An operator cannot
 delete their own account here, so an install is never left without the operator who is using it.
@@ -11,7 +12,7 @@ import re
 from fastapi import APIRouter, Depends, Path, Request
 from starlette.responses import RedirectResponse, Response
 
-from dashboard.auth import PATH, Viewer, operator, stores
+from dashboard.auth import PATH, Viewer, operator, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
@@ -53,3 +54,24 @@ async def delete_user(
     if not await stores(request).users.delete(name):
         raise PageError(404, f"No user named {name}.")
     return RedirectResponse(f"{PATH}/users", status_code=303)
+
+
+@router.get("/password")
+async def password_page(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
+    return render(request, "password.html")
+
+
+@router.post("/password")
+async def change_password(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
+    """Any user changes their own password, with the current one (a session left open is not enough)."""
+    form = await checked_form(request, viewer.session)
+    users = stores(request).users
+    if await users.authenticate(viewer.user.name, form.get("current", "")) is None:
+        raise PageError(403, "The current password is wrong; nothing was changed.")
+    if form.get("new", "") != form.get("again", ""):
+        raise PageError(400, "The new password and its repetition differ; nothing was changed.")
+    try:
+        await users.set_password(viewer.user.name, form.get("new", ""))
+    except InvalidPassword as error:
+        raise PageError(400, f"Not changed: {error}") from None
+    return render(request, "password.html", notice="Your password was changed.")

@@ -117,6 +117,13 @@ class UserStore:
         """Writes a changed user (role, password hash, settings) only if it still exists: a deleted user stays so."""
         await self._redis.set(redis_keys.user(user.name), user.model_dump_json(), xx=True)
 
+    async def set_password(self, name: str, password: str) -> None:
+        """Raises InvalidPassword (nothing changed)."""
+        password_hash = await asyncio.to_thread(hash_password, password)
+        user = await self.get(name)
+        if user is not None:
+            await self.save(user.model_copy(update={"password_hash": password_hash}))
+
     async def delete(self, name: str) -> bool:
         """The user's sessions end with it: every request checks that its session's user still exists."""
         async with self._redis.pipeline(transaction=True) as pipe:

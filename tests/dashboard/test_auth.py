@@ -104,3 +104,17 @@ def test_every_page_forbids_framing_and_foreign_scripts(client):
     assert "script-src 'self'" in headers["content-security-policy"]
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
     assert headers["x-frame-options"] == "DENY"
+
+
+def test_a_user_changes_their_password_only_with_the_current_one(client):
+    make_user(client, "mia")
+    log_in(client, "mia")
+    new = "another-long-password"
+    assert post_form(client, "/dashboard/password", "/dashboard/password", current="wrong-password-x", new=new,
+                     again=new).status_code == 403  # fmt: skip
+    assert post_form(client, "/dashboard/password", "/dashboard/password", current=PASSWORD, new=new,
+                     again=new + "x").status_code == 400  # fmt: skip
+    assert post_form(client, "/dashboard/password", "/dashboard/password", current=PASSWORD, new=new,
+                     again=new).status_code == 200  # fmt: skip
+    client.cookies.clear()
+    assert log_in(client, "mia").status_code == 401 and log_in(client, "mia", new).status_code == 303
