@@ -14,7 +14,9 @@ from starlette.responses import Response
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
-_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True, undefined=jinja2.StrictUndefined)
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True, undefined=jinja2.StrictUndefined
+)
 
 
 def _when(at: float | None) -> str:

@@ -85,12 +85,14 @@ class ReviewBrowser:
 
     async def previous_before(self, item_id: int, queue_filter: QueueFilter) -> ReviewItem | None:
         """The last matching pending item before `item_id` (the `k` key), within one page of the queue."""
-        ids = await self._redis.zrevrangebyscore(redis_keys.review_by_status("pending"), f"({item_id}", "-inf", 0, _PAGE)
+        pending = redis_keys.review_by_status("pending")
+        ids = await self._redis.zrevrangebyscore(pending, f"({item_id}", "-inf", 0, _PAGE)
         now = time.time()
         for candidate in ids:
             fields = await self._redis.hgetall(redis_keys.review_item(int(candidate)))
-            if fields and fields.get("status") == "pending" and queue_filter.matches(_item(int(candidate), fields), now):
-                return _item(int(candidate), fields)
+            item = _item(int(candidate), fields) if fields and fields.get("status") == "pending" else None
+            if item is not None and queue_filter.matches(item, now):
+                return item
         return None
 
     async def report_count(self, account: str, reference: str | None) -> int:

@@ -142,4 +142,5 @@ class UserStore:
 
 # A hash no password matches (its digest is not scrypt's output of anything we would compute for it): checked for
 # unknown names so that a wrong name takes as long as a wrong password.
-_DECOY_HASH = f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(b'0' * SCRYPT_SALT_BYTES)}${_b64(b'1' * SCRYPT_KEY_BYTES)}"
+_DECOY_SALT, _DECOY_DIGEST = _b64(b"0" * SCRYPT_SALT_BYTES), _b64(b"1" * SCRYPT_KEY_BYTES)
+_DECOY_HASH = f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_DECOY_SALT}${_DECOY_DIGEST}"

@@ -2,7 +2,8 @@
 
 Lower layers never import higher ones: `models` and `policy` know nothing of the
 service; `moderation` (the flow) knows no HTTP and no Ray; `serve_app` (HTTP) knows no
-Ray and no process code; `dashboard` (the people's pages on the admin listener) builds on it; `runtime` (settings, runner, embedded store, admin listener, CLI)
+Ray and no process code; `dashboard` (the people's pages on the admin listener) builds on it;
+`runtime` (settings, runner, embedded store, admin listener, CLI)
 starts the graph by its import path and never imports it; `deployments` (Ray shells and the
 builder) sits on top. Tools (`bench`, `training`) may use the layers they measure.
 """

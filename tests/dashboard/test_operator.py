@@ -83,13 +83,24 @@ def test_an_operator_adds_and_deletes_users_but_not_themself(olga):
     assert [user["name"] for user in olga.get("/admin/v1/users", headers=ADMIN).json()["users"]] == ["olga"]
 
 
-def test_usage_shows_quota_used_and_rate_refusals_per_account(api, olga):
-    api.put_plan("tight", scope="both", monthly_quota=100, rate_per_second=0.001, burst=1)
+def test_usage_shows_quota_used_rate_refusals_reports_pending_and_perspective_feedback_per_account(
+    api, backends, olga
+):
+    api.put_plan("tight", scope="both", monthly_quota=100, rate_per_second=0.001, burst=3)
     key = api.new_key(account="busy", plan="tight")
-    assert api.moderate_text(key).status_code == 200
+    backends.toxic = 0.6
+    assert api.moderate_text(key).json()["decision"] == "review"
+    assert api.report(key, "post-1").status_code == 200
+    secret = key["Authorization"].split()[1]
+    body = {"comment": {"text": "x"}, "clientToken": "c-1",
+            "attributeScores": {"TOXICITY": {"summaryScore": {"value": 1}}}}  # fmt: skip
+    assert api.client.post("/v1alpha1/comments:suggestscore", params={"key": secret}, json=body).status_code == 200
     assert api.moderate_text(key).status_code == 429
     page = olga.get("/dashboard/accounts").text
-    assert re.search(r"<th scope=\"row\">busy</th><td>1</td><td>1</td>", page)
+    row = re.search(r'<th scope="row">busy</th>(.*?)</tr>', page, re.S).group(1)
+    # quota used, rate refusals, reports today, pending review, feedback
+    assert re.findall(r"<td>([^<]*)</td>", row) == ["1", "1", "1", "1", "TOXICITY=1.0"]
+    assert re.search(r'id="pending-total">1<', page) and re.search(r'id="decisions-hour">0<', page)
 
 
 def test_operator_actions_and_decisions_are_in_the_audit_log_without_secrets(api, olga):

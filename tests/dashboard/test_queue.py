@@ -127,7 +127,8 @@ def test_the_queues_numbers_are_prometheus_metrics_behind_the_admin_token(mia, q
     text = mia.get("/metrics", headers=ADMIN).text
     assert 'moderation_review_pending{account="acme"} 3' in text
     assert re.search(r"^moderation_review_oldest_pending_age_seconds \d", text, re.M)
-    post_form(mia, f"/dashboard/items/{queued[0]}/approve", f"/dashboard/items/{queued[0]}", reason_code="false_positive")
+    item = f"/dashboard/items/{queued[0]}"
+    post_form(mia, f"{item}/approve", item, reason_code="false_positive")
     text = mia.get("/metrics", headers=ADMIN).text
     assert "moderation_review_decisions_last_hour 1" in text and 'pending{account="acme"} 2' in text
 
