@@ -167,6 +167,8 @@ def test_a_moderator_clears_a_mixed_queue_with_the_keyboard_and_the_client_sees_
         if expected == ids[2]:
             assert wait_for(browser, "#preview img").get_attribute("src") == image_host
             assert "blurred" in browser.find_element("id", "preview").get_attribute("class")
+            browser.find_element("css selector", "#preview button.reveal").click()  # shown once clicked
+            assert "blurred" not in browser.find_element("id", "preview").get_attribute("class")
         press(browser, verdict)
         wait_url(browser, lambda url, done=expected: f"/items/{done}" not in url)
     wait_for(browser, "p.empty")  # the queue of this account is empty
