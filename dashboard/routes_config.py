@@ -80,6 +80,23 @@ async def profiles_page(request: Request, viewer: Viewer = Depends(operator)) ->
     return render(request, "profiles.html", profiles=await list_profiles(services(request).redis))
 
 
+@router.post("/profiles")
+async def copy_profile(request: Request, viewer: Viewer = Depends(operator)) -> Response:
+    """A new profile, as a copy of an existing one under a new name; then its page, to edit it."""
+    form = await checked_form(request, viewer.session)
+    name, config = form.text("name"), services(request).config
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise PageError(400, "Not created: a profile's name is letters, digits, '.', '_' or '-' (at most 64).")
+    setattr(request.state, TARGET_STATE, name)
+    if await config.get_profile(name) is not None:
+        raise PageError(409, f"Not created: a profile named {name} exists already.")
+    base = await config.get_profile(form.text("base"))
+    if base is None:
+        raise PageError(400, "Not created: choose an existing profile to start from.")
+    await config.put_profile(base.model_copy(update={"name": name}))
+    return RedirectResponse(f"{PATH}/profiles/{name}", status_code=303)
+
+
 @router.get("/profiles/{name}")
 async def profile_page(request: Request, name: str = Path(pattern=NAME_PATTERN), viewer: Viewer = Depends(operator)):
     profile = await services(request).config.get_profile(name)

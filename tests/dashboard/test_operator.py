@@ -109,3 +109,14 @@ def test_operator_actions_and_decisions_are_in_the_audit_log_without_secrets(api
     page = olga.get("/dashboard/audit").text
     assert "user:olga" in page and "POST /dashboard/keys" in page and secret not in page
     assert "POST /dashboard/login" in page and PASSWORD not in page
+
+
+def test_a_new_profile_starts_as_a_copy_and_a_taken_or_bad_name_is_refused(api, olga):
+    made = post_form(olga, "/dashboard/profiles", "/dashboard/profiles", name="site-b", base="strict")
+    assert made.status_code == 303 and made.headers["location"] == "/dashboard/profiles/site-b"
+    copy = api.client.get("/admin/v1/profiles/site-b", headers=ADMIN).json()
+    assert {**copy, "name": "strict"} == api.client.get("/admin/v1/profiles/strict", headers=ADMIN).json()
+    assert post_form(olga, "/dashboard/profiles", "/dashboard/profiles", name="site-b", base="default").status_code \
+        == 409
+    for name, base in (("../x", "default"), ("site-c", "missing")):
+        assert post_form(olga, "/dashboard/profiles", "/dashboard/profiles", name=name, base=base).status_code == 400
