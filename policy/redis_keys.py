@@ -16,6 +16,8 @@ Limits: the rate bucket (`ConfigStore.authorize`) and the quota (`policy.limits.
                                           expires once idle long enough to be full again
   mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;
                                           expires some days after the month ends
+  mod:refusals:rate:{YYYY-MM}:{account}  string  requests of the account refused for their key's rate that
+                                          UTC month (`policy.refusals`); expires 40 days after the last one
 
 Review queue (`policy.review_queue.ReviewQueue`). Every item expires: a pending one
 `pending_retention_s` after it was queued, a decided one `decided_retention_s` after its decision (EXPIREAT
@@ -33,6 +35,18 @@ on its hash, moved at the decision); then it leaves every index. An account hold
   mod:review:expiring             zset    `{id}:{account}` of every item, score = unix time it expires;
                                           whatever is due leaves the indexes at the next creation, decision
                                           (or prune)
+
+Claims and decisions per hour (`policy.claims`, `policy.queue_stats`), expiring:
+  mod:review:claim:{id}           string  the dashboard user who holds the item (opened it); expires after the
+                                          claim's minutes
+  mod:review:decided:{YYYY-MM-DDTHH}  string  decisions made in that UTC hour; expires two days later
+
+Dashboard users and their sessions (`policy.users`):
+  mod:user:{name}                 string  User as JSON (role, scrypt password hash, settings); never expires
+  mod:users                       set     every user's name
+  mod:session:{sha256}            string  Session as JSON (user, CSRF token) of the cookie whose SHA-256 this
+                                          is; the cookie itself is never stored; expires with the session
+  mod:login-failures:{name}       string  wrong passwords for the user in the current window; expires with it
 
 Reports (`ReviewQueue.report`), all expiring:
   mod:reports:ref:{sha256}:{account}      hash    one reference's reports: `count`, and `review` (the id of the
@@ -123,6 +137,10 @@ def rate_bucket(key_id: str) -> str:
 def quota(account: str, month: str) -> str:
     """`month` is `YYYY-MM` (UTC); being fixed-width it keeps the account part unambiguous."""
     return f"{PREFIX}quota:{month}:{account}"
+
+
+def rate_refusals(account: str, month: str) -> str:
+    return f"{PREFIX}refusals:rate:{month}:{account}"
 
 
 def work_in_progress(account: str) -> str:
@@ -234,3 +252,26 @@ def hash_bank(account: str) -> str:
 
 def hash_bank_version(account: str) -> str:
     return f"{HASH_BANK_VERSION_PREFIX}{account}"
+def review_claim(item_id: int) -> str:
+    return f"{PREFIX}review:claim:{item_id}"
+
+
+def review_decided_in_hour(hour: str) -> str:
+    """`hour` is `YYYY-MM-DDTHH` (UTC)."""
+    return f"{PREFIX}review:decided:{hour}"
+
+
+def user(name: str) -> str:
+    return f"{PREFIX}user:{name}"
+
+
+def users() -> str:
+    return f"{PREFIX}users"
+
+
+def session(token_sha256_hex: str) -> str:
+    return f"{PREFIX}session:{token_sha256_hex}"
+
+
+def login_failures(name: str) -> str:
+    return f"{PREFIX}login-failures:{name}"

@@ -9,8 +9,8 @@ last report, an account's reports and escalations per UTC day are capped (`Repor
 nothing counted), an account holds at most `pending_per_account` pending items (`ReviewQueueFull`,
 nothing queued), a pending item is removed once its time is over and a decided one once its
 retention is over, and a stored reference or image_url is at most `policy.types.MAX_FIELD_CHARS`
-characters (`InvalidReviewField`). So one account can fill at most `pending_per_account` items of
-at most ~9 KB each (two 4,096-character fields; docs/operating.md, Store memory).
+characters (`InvalidReviewField`), and a kept text at most `MAX_REVIEW_TEXT_CHARS` (its start). So one account can
+fill at most `pending_per_account` items of at most ~9 KB each plus their text (docs/operating.md, Store memory).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Literal
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
-from policy import lua, redis_keys
+from policy import decision_counts, lua, redis_keys
 from policy.outbox import review_event_args
-from policy.types import MAX_FIELD_CHARS, ContentKind, ReviewItem, ReviewReason
+from policy.types import MAX_FIELD_CHARS, MAX_REVIEW_TEXT_CHARS, ContentKind, ReviewItem, ReviewReason
 
 DECISIONS = ("approved", "rejected")
 # How many ids `list` reads per round trip while it filters by a second criterion.
@@ -139,6 +139,9 @@ class _ItemData(BaseModel):
     model_version: str | None = None
     created_at: float
     pdq: str | None = None  # an image's PDQ hash (never the image), for the hash bank if the item is rejected
+    text: str | None = None
+    text_chars: int | None = None
+    profile: str | None = None
 
 
 def _item(item_id: int, fields: dict[str, str]) -> ReviewItem:
@@ -148,6 +151,8 @@ def _item(item_id: int, fields: dict[str, str]) -> ReviewItem:
         id=item_id,
         status=fields["status"],
         decided_at=float(decided_at) if decided_at is not None else None,
+        decided_by=fields.get("decided_by") or None,
+        reason_code=fields.get("reason_code") or None,
         **data.model_dump(),
     )
 
@@ -198,6 +203,8 @@ class ReviewQueue:
         model_version: str | None,
         now: float | None = None,
         pdq: str | None = None,
+        text: str | None = None,
+        profile: str | None = None,
     ) -> ReviewItem:
         """A pending item; raises ReviewQueueFull (nothing queued) when the account holds its cap of pending items.
 
@@ -213,6 +220,9 @@ class ReviewQueue:
             model_version=model_version,
             created_at=now,
             pdq=pdq,
+            text=text[:MAX_REVIEW_TEXT_CHARS] if text is not None else None,
+            text_chars=len(text) if text is not None else None,
+            profile=profile,
         )
         keys, args = self._new_item_args(account, data, now)
         item_id = int(await self._create(keys=keys, args=[*args, *review_event_args(now)]))
@@ -261,7 +271,13 @@ class ReviewQueue:
         return found[:limit]
 
     async def decide(
-        self, item_id: int, status: Literal["approved", "rejected"], now: float | None = None
+        self,
+        item_id: int,
+        status: Literal["approved", "rejected"],
+        now: float | None = None,
+        *,
+        decided_by: str = "",
+        reason_code: str = "",
     ) -> ReviewItem:
         """pending -> approved | rejected, once. Raises ReviewItemNotFound or ReviewAlreadyDecided.
 
@@ -274,13 +290,15 @@ class ReviewQueue:
         expire_at = int(now + self.rules.decided_retention_s) + 1
         reply = await self._decide(
             keys=[redis_keys.review_item(item_id), *self._queue_keys()],
-            args=[*self._queue_args(now), status, repr(now), item_id, expire_at, *review_event_args(now)],
+            args=[*self._queue_args(now), status, repr(now), item_id, expire_at, decided_by, reason_code,
+                  *review_event_args(now)],
         )
         outcome = reply[0]
         if outcome == "missing":
             raise ReviewItemNotFound(item_id)
         if outcome == "decided":
             raise ReviewAlreadyDecided(item_id)
+        await decision_counts.count_decision(self._redis, now)
         return _item(item_id, dict(zip(reply[1::2], reply[2::2])))
 
     async def prune(self, now: float | None = None) -> int:

@@ -33,6 +33,10 @@ MAX_IMAGE_BYTES = 64 * MIB
 MAX_TEXT_CHARS = 100_000
 # The longest `reference` or `image_url`, in characters: what the API accepts and the review queue stores.
 MAX_FIELD_CHARS = 4096
+# The most of a text a review item keeps for the moderator (its start; the item records the whole text's length).
+# A text's own limit is the plan's (up to MAX_TEXT_CHARS): kept whole, 10,000 pending items of one account could hold
+# gigabytes. 4,096 characters cover a comment or a post, and bound an item's text to ~16 KB of UTF-8.
+MAX_REVIEW_TEXT_CHARS = 4096
 
 
 class _Strict(BaseModel):
@@ -79,6 +83,9 @@ class Profile(_Strict):
     mode: Mode
     report_threshold: int = Field(default=3, ge=0)
     categories: dict[str, CategoryThresholds]
+    # A text queued for review keeps its text for the moderator for as long as the item is kept; False keeps none
+    # (the moderator then sees only the reference). Images are never stored, whatever this says.
+    keep_review_text: bool = True
 
     @model_validator(mode="after")
     def _known_categories(self) -> Profile:
@@ -124,3 +131,10 @@ class ReviewItem(_Strict):
     created_at: float
     decided_at: float | None = None
     pdq: str | None = None  # an image item's PDQ hash (64 hex digits), never the image: the hash bank learns it
+    # A text item's text (its first MAX_REVIEW_TEXT_CHARS characters), unless its profile keeps none
+    # (`Profile.keep_review_text`); `text_chars`: the whole text's length, so a cut one says so.
+    text: str | None = None
+    text_chars: int | None = None
+    profile: str | None = None  # the profile that decided it, for the thresholds the moderator is shown
+    decided_by: str | None = None  # who decided: a dashboard user's name, or "admin-token"
+    reason_code: str | None = None  # why, as the moderator chose it (dashboard/reasons.py)

@@ -24,7 +24,7 @@ from policy.webhooks import WebhookRules
 from runtime.bootstrap import prepare_store
 from runtime.settings import get_settings
 
-from serve_app.app import create_admin_app
+from dashboard.app import create_admin_listener_app
 from serve_app.services import Services
 
 
@@ -32,7 +32,7 @@ class AdminServer:
     def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int, audit_rules: AuditRules | None = None,
                  webhook_rules: WebhookRules | None = None):  # fmt: skip
         services = Services.connect(redis_url, backends=None, audit_rules=audit_rules, webhook_rules=webhook_rules)
-        app = create_admin_app(services, admin_token)
+        app = create_admin_listener_app(services, admin_token)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="admin-api", daemon=True)

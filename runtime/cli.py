@@ -12,6 +12,9 @@
     moderation-admin audit --limit 50 [--before 1764043200000-0]
     moderation-admin webhooks create acme https://hooks.example/moderation         (runtime/cli_webhooks.py)
     moderation-admin hashbank export acme > bank.csv                              (runtime/cli_webhooks.py)
+    moderation-admin users create alice --role operator      (asks for the password; or MODERATION_USER_PASSWORD)
+    moderation-admin users list
+    moderation-admin users delete alice
 
 The admin listener's address comes from --url or MODERATION_ADMIN_URL (default http://127.0.0.1:8001),
 the token from MODERATION_ADMIN_TOKEN. Answers are printed as JSON; a refused call
@@ -21,6 +24,7 @@ prints the API's error and exits with 1.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import sys
@@ -61,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--limit", type=int, default=100)
     audit.add_argument("--before", help="next_before of the previous page")
 
+    users = groups.add_parser("users", help="dashboard users").add_subparsers(dest="action", required=True)
+    new_user = users.add_parser("create", help="a dashboard user; the password is asked for, never an argument")
+    new_user.add_argument("name")
+    new_user.add_argument("--role", choices=["moderator", "operator"], default="moderator")
+    users.add_parser("list")
+    users.add_parser("delete").add_argument("name")
+
     reviews = groups.add_parser("reviews").add_subparsers(dest="action", required=True)
     listing = reviews.add_parser("list")
     listing.add_argument("--status", choices=["pending", "approved", "rejected"])
@@ -92,6 +103,8 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
             body = {"account": args.account, "profile": args.profile, "plan": args.plan}
             return "POST", "/admin/v1/keys", {"json": body}
         return ("DELETE" if action == "revoke" else "GET"), f"/admin/v1/keys/{args.id}", {}
+    if group == "users":
+        return _user_request(args)
     if group in ("plans", "profiles"):
         path = f"/admin/v1/{group}/{args.name}"
         if action == "get":
@@ -101,6 +114,16 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
         params = {k: v for k, v in (("status", args.status), ("account", args.account)) if v}
         return "GET", "/admin/v1/reviews", {"params": params}
     return "POST", f"/admin/v1/reviews/{args.id}/decision", {"json": {"status": args.status}}
+
+
+def _user_request(args: argparse.Namespace) -> tuple[str, str, dict]:
+    if args.action == "list":
+        return "GET", "/admin/v1/users", {}
+    if args.action == "delete":
+        return "DELETE", f"/admin/v1/users/{args.name}", {}
+    # Never a command-line argument: those are visible to every user of the machine (ps) and kept in shell history.
+    password = os.environ.get("MODERATION_USER_PASSWORD") or getpass.getpass(f"Password for {args.name}: ")
+    return "POST", "/admin/v1/users", {"json": {"name": args.name, "role": args.role, "password": password}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ from fastapi import Request
 from moderation.flow import Caller
 from policy.store import Unconfigured
 from serve_app.errors import RateLimited, StoreUnavailable, Unauthorized
-from serve_app.services import Services
+from serve_app.services import Services, count_rate_refusal
 
 
 def services(request: Request) -> Services:
@@ -42,6 +42,7 @@ async def _caller(request: Request, secret: str | None) -> Caller:
         key = found.key
         raise StoreUnavailable(f"The key's plan or profile is not configured ({key.plan}, {key.profile}).")
     if found.retry_after_s > 0:
+        await count_rate_refusal(services(request), found.key.account)
         raise RateLimited(retry_after_s=found.retry_after_s)
     request.state.account = found.key.account
     return Caller(key=found.key, plan=found.plan, profile=found.profile)

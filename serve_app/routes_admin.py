@@ -147,7 +147,7 @@ async def get_review(item_id: str, request: Request) -> ReviewItem:
 @router.post("/reviews/{item_id}/decision", response_model=ReviewItem)
 async def decide_review(item_id: str, body: ReviewDecision, request: Request) -> ReviewItem:
     # ReviewItemNotFound and ReviewAlreadyDecided answer 404 and 409 (serve_app.errors).
-    return await services(request).reviews.decide(review_id(item_id), body.status)
+    return await services(request).reviews.decide(review_id(item_id), body.status, decided_by="admin-token")
 
 
 @router.get("/audit", response_model=AuditPage)

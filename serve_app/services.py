@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as StoreConnectionError
+from redis.exceptions import RedisError
 
 from moderation.admission import AdmissionRules, ModelAdmission
 from moderation.backends import ModelBackends
@@ -18,11 +20,14 @@ from policy.feedback import FeedbackStore
 from policy.hash_bank import HashBank
 from policy.limits import Limits
 from policy.outbox import Outbox
+from policy.refusals import RateRefusals
 from policy.review_queue import ReviewQueue, ReviewRules
 from policy.store import ConfigStore
 from policy.webhooks import WebhookRules, WebhookStore
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
+
+log = logging.getLogger("moderation.services")
 
 
 # A client made by from_url has no retry by default: after a store restart (the supervisor's, a failover), every
@@ -49,6 +54,7 @@ class Services:
     webhooks: WebhookStore | None = None  # webhook endpoints (the admin API)
     outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
     hash_bank: HashBank | None = None  # PDQ hashes of rejected images per account
+    redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
 
     @classmethod
     def connect(
@@ -90,4 +96,15 @@ class Services:
             webhooks=WebhookStore(redis, webhook_rules),
             outbox=Outbox(redis, webhook_rules),
             hash_bank=hash_bank,
+            redis=redis,
         )
+
+
+async def count_rate_refusal(services: Services, account: str) -> None:
+    """For the operators' usage page (policy/refusals.py). A store error here must not turn the 429 into a 503."""
+    if services.redis is None:
+        return
+    try:
+        await RateRefusals(services.redis).count(account)
+    except RedisError as exc:
+        log.warning("rate refusal of %s not counted: %s", account, type(exc).__name__)

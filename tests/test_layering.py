@@ -2,7 +2,8 @@
 
 Lower layers never import higher ones: `models` and `policy` know nothing of the
 service; `moderation` (the flow) knows no HTTP and no Ray; `serve_app` (HTTP) knows no
-Ray and no process code; `runtime` (settings, runner, embedded store, admin listener, CLI)
+Ray and no process code; `dashboard` (the people's pages on the admin listener) builds on it;
+`runtime` (settings, runner, embedded store, admin listener, CLI)
 starts the graph by its import path and never imports it; `deployments` (Ray shells and the
 builder) sits on top. Tools (`bench`, `training`) may use the layers they measure.
 """
@@ -20,13 +21,15 @@ ALLOWED: dict[str, set[str]] = {
     "policy": set(),
     "moderation": {"models", "policy"},
     "serve_app": {"moderation", "models", "policy"},
-    "runtime": {"serve_app", "moderation", "models", "policy"},
-    "deployments": {"runtime", "serve_app", "moderation", "models", "policy"},
+    "dashboard": {"serve_app", "moderation", "models", "policy"},
+    "runtime": {"dashboard", "serve_app", "moderation", "models", "policy"},
+    "deployments": {"runtime", "dashboard", "serve_app", "moderation", "models", "policy"},
     "training": {"models"},
-    "bench": {"runtime", "serve_app", "moderation", "models", "policy"},
+    "bench": {"runtime", "dashboard", "serve_app", "moderation", "models", "policy"},
 }
 # Third-party frameworks that only some layers may use.
-FRAMEWORKS = {"ray": {"deployments", "runtime", "bench"}, "fastapi": {"serve_app"}, "starlette": {"serve_app"}}
+FRAMEWORKS = {"ray": {"deployments", "runtime", "bench"}, "fastapi": {"serve_app", "dashboard"},
+              "starlette": {"serve_app", "dashboard"}}
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -1,0 +1,46 @@
+"""The dashboard's form bodies: read with a size bound, and checked for the session's CSRF token.
+
+Every form is `application/x-www-form-urlencoded` (the browser's default) and small, so the body is read up to
+`MAX_FORM_BYTES` and parsed here: a larger one is refused before it is held whole.
+"""
+
+from __future__ import annotations
+
+import hmac
+from urllib.parse import parse_qs
+
+from fastapi import Request
+
+from dashboard.errors import PageError
+from policy.sessions import Session
+
+MAX_FORM_BYTES = 64 * 1024
+CSRF_FIELD = "csrf_token"
+
+
+class Form(dict):
+    """A form's fields, the first value of each."""
+
+    def text(self, name: str, default: str = "") -> str:
+        return self.get(name, default).strip()
+
+
+async def read_form(request: Request) -> Form:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise PageError(413, "The form is larger than the dashboard accepts.")
+    try:
+        fields = parse_qs(body.decode(), keep_blank_values=True, strict_parsing=False, max_num_fields=500)
+    except (UnicodeDecodeError, ValueError):
+        raise PageError(400, "The form could not be read.") from None
+    return Form({name: values[0] for name, values in fields.items()})
+
+
+async def checked_form(request: Request, session: Session) -> Form:
+    """The form, if it carries the session's CSRF token; 403 otherwise (a page of another site posting here)."""
+    form = await read_form(request)
+    if not hmac.compare_digest(form.get(CSRF_FIELD, "").encode(), session.csrf_token.encode()):
+        raise PageError(403, "The form's CSRF token is missing or wrong: reload the page and try again.")
+    return form

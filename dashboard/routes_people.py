@@ -1,0 +1,77 @@
+"""Dashboard users: operators create one (moderator or operator) with a first password or delete one; everyone
+changes their own password.
+
+The CLI does the same (`moderation-admin user-create`), for the first operator of an install. An operator cannot
+delete their own account here, so an install is never left without the operator who is using it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import APIRouter, Depends, Path, Request
+from starlette.responses import RedirectResponse, Response
+
+from dashboard.auth import PATH, Viewer, operator, signed_in, stores
+from dashboard.errors import PageError
+from dashboard.forms import checked_form
+from dashboard.pages import render
+from policy.users import ROLES, USER_NAME_PATTERN, InvalidPassword, UserExists
+from serve_app.admin_audit import TARGET_STATE
+
+router = APIRouter(prefix=PATH, include_in_schema=False)
+
+
+@router.get("/users")
+async def users_page(request: Request, viewer: Viewer = Depends(operator)) -> Response:
+    return render(request, "users.html", users=await stores(request).users.list(), roles=ROLES)
+
+
+@router.post("/users")
+async def create_user(request: Request, viewer: Viewer = Depends(operator)) -> Response:
+    form = await checked_form(request, viewer.session)
+    name, role = form.text("name"), form.text("role")
+    if not re.fullmatch(USER_NAME_PATTERN, name) or role not in ROLES:
+        raise PageError(400, "Not created: a name is letters, digits, '.', '_' or '-', and a role is one of "
+                             f"{', '.join(ROLES)}.")  # fmt: skip
+    setattr(request.state, TARGET_STATE, name)
+    try:
+        await stores(request).users.create(name, role, form.get("password", ""))
+    except UserExists:
+        raise PageError(409, f"Not created: a user named {name} exists already.") from None
+    except InvalidPassword as error:
+        raise PageError(400, f"Not created: {error}") from None
+    return RedirectResponse(f"{PATH}/users", status_code=303)
+
+
+@router.post("/users/{name}/delete")
+async def delete_user(
+    request: Request, name: str = Path(pattern=USER_NAME_PATTERN), viewer: Viewer = Depends(operator)
+) -> Response:
+    await checked_form(request, viewer.session)
+    if name == viewer.user.name:
+        raise PageError(400, "You cannot delete your own account while you use it.")
+    if not await stores(request).users.delete(name):
+        raise PageError(404, f"No user named {name}.")
+    return RedirectResponse(f"{PATH}/users", status_code=303)
+
+
+@router.get("/password")
+async def password_page(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
+    return render(request, "password.html")
+
+
+@router.post("/password")
+async def change_password(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
+    """Any user changes their own password, with the current one (a session left open is not enough)."""
+    form = await checked_form(request, viewer.session)
+    users = stores(request).users
+    if await users.authenticate(viewer.user.name, form.get("current", "")) is None:
+        raise PageError(403, "The current password is wrong; nothing was changed.")
+    if form.get("new", "") != form.get("again", ""):
+        raise PageError(400, "The new password and its repetition differ; nothing was changed.")
+    try:
+        await users.set_password(viewer.user.name, form.get("new", ""))
+    except InvalidPassword as error:
+        raise PageError(400, f"Not changed: {error}") from None
+    return render(request, "password.html", notice="Your password was changed.")
