@@ -140,3 +140,19 @@ async def test_a_rejected_item_with_a_hash_joins_its_accounts_bank_in_the_decisi
     assert entry["review_id"] == rejected.id
     assert await redis_client.get(redis_keys.hash_bank_version("acme")) == "1"
     assert (await queue.get(rejected.id)).pdq == pdq
+
+
+async def test_a_text_items_kept_text_and_its_moderators_name_never_reach_a_webhook(redis_client):
+    await _endpoint(redis_client)
+    queue, outbox = ReviewQueue(redis_client), Outbox(redis_client, RULES)
+    words = "zqxjv the user's own words"
+    item = await queue.create(account="acme", reason="model_flagged", kind="text", reference="comment-7",
+                              image_url=None, scores={"toxic": 0.6}, model_version="text-1", text=words)  # fmt: skip
+    assert (await queue.get(item.id, account="acme")).text == words  # kept for the moderator
+    await queue.decide(item.id, "rejected", decided_by="olga-the-moderator", reason_code="harassment")
+    deliveries = await outbox.claim(10)
+    assert sorted(d.event_type for d in deliveries) == ["review.created", "review.decided"]
+    for delivery in deliveries:
+        assert b"zqxjv" not in delivery.body and b"olga" not in delivery.body
+        assert set(json.loads(delivery.body)["data"]) == {"id", "reference", "status", "reason", "kind", "created_at",
+                                                          "decided_at", "categories"}  # fmt: skip
