@@ -17,6 +17,10 @@ from functools import lru_cache
 # Below this normalised probability the detector is guessing (on "lol" its best answer has about 0.03).
 MIN_PROBABILITY = 0.1
 MAX_LANGUAGES = 3  # `detect` lists at most this many: the likeliest, and runners-up above MIN_PROBABILITY
+# Varieties the model tells apart, answered as their ISO 639 macrolanguage: Egyptian and Moroccan Arabic are
+# Arabic (a tenth of the short Arabic dev comments are detected as Egyptian), Wu and Cantonese are Chinese.
+MACROLANGUAGE = {"arz": "ar", "ary": "ar", "wuu": "zh", "yue": "zh", "uzs": "uz"}
+NO_LANGUAGE = "zxx"  # the model's class for text with no linguistic content
 
 
 @lru_cache(maxsize=1)
@@ -30,8 +34,14 @@ def detect(text: str) -> list[tuple[str, float]]:
     """[(language, probability), ...], likeliest first; empty when the text is blank or no language is likely."""
     if not text.strip():
         return []
-    ranked = _identifier().rank(text)
-    return [(language, float(p)) for language, p in ranked[:MAX_LANGUAGES] if p >= MIN_PROBABILITY]
+    merged: dict[str, float] = {}
+    for language, p in _identifier().rank(text)[:2 * MAX_LANGUAGES]:
+        language = MACROLANGUAGE.get(language, language)
+        merged[language] = merged.get(language, 0.0) + float(p)
+    ranked = sorted(merged.items(), key=lambda item: -item[1])
+    if ranked and ranked[0][0] == NO_LANGUAGE:
+        return []
+    return [(language, p) for language, p in ranked if p >= MIN_PROBABILITY and language != NO_LANGUAGE][:MAX_LANGUAGES]
 
 
 def language_of(text: str) -> str | None:

@@ -39,7 +39,7 @@ def test_analyze_answers_perspectives_shape(api, key, backends):
     backends.toxic = 0.7
     body = analyze(api, key, clientToken="t-1", languages=["en-US"], doNotStore=True).json()
     assert body == {"attributeScores": {"TOXICITY": {"summaryScore": {"value": pytest.approx(0.7), "type": "PROBABILITY"}}},
-                    "languages": ["en"], "clientToken": "t-1"}  # fmt: skip
+                    "languages": ["en"], "detectedLanguages": ["en"], "clientToken": "t-1"}  # fmt: skip
     assert usage(api) == 1
 
 
