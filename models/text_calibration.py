@@ -3,8 +3,9 @@
 One set of review thresholds cannot suit every language: on real dev comments the default profile's thresholds
 flag 40% of benign Arabic comments and 5% of benign Danish ones. Each language with real dev data therefore gets,
 per default-profile category, a piecewise-linear map through (0, 0), (its own review threshold, the shared review
-threshold) and (1, 1): a score at the language's threshold comes out at the shared one, so a profile's single
-review threshold acts as the per-language one, and order within a language is kept (the map is increasing).
+threshold), (the shared block threshold, itself) where the language's threshold is below it, and (1, 1): a score
+at the language's threshold comes out at the shared one, so a profile's single review threshold acts as the
+per-language one, and order within a language is kept (the map is increasing).
 `training/language_calibration.py` fits the maps on the dev split; they are stored in
 `models/weights/text/calibration.json` with the model version they belong to.
 
@@ -60,12 +61,17 @@ class LanguageCalibration:
                 for category, score in scores.items()}  # fmt: skip
 
 
-def review_knots(language_review: float, shared_review: float) -> Knots:
-    """The map that sends `language_review` to `shared_review`, 0 to 0 and 1 to 1 (linear between)."""
+def review_knots(language_review: float, shared_review: float, shared_block: float | None = None) -> Knots:
+    """The map that sends `language_review` to `shared_review`, 0 to 0 and 1 to 1 (linear between); and
+    `shared_block` to itself where both thresholds lie below it, so that only the review region moves and the
+    block threshold (chosen for 95% precision on all languages) keeps its meaning."""
     if not 0.0 < language_review < 1.0:
         # A language whose own threshold is at an end (nothing or everything flagged) keeps its scores.
         return [[0.0, 0.0], [1.0, 1.0]]
-    return [[0.0, 0.0], [round(language_review, 6), shared_review], [1.0, 1.0]]
+    knots = [[0.0, 0.0], [round(language_review, 6), shared_review]]
+    if shared_block is not None and max(language_review, shared_review) < shared_block < 1.0:
+        knots.append([shared_block, shared_block])
+    return [*knots, [1.0, 1.0]]
 
 
 def _check_knots(name: str, knots: Knots) -> None:

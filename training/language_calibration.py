@@ -4,8 +4,10 @@ For each language with enough dev comments, the review thresholds of the default
 insult, identity_attack) are chosen jointly on that language's dev comments, on uncalibrated scores, as the
 combination with the highest recall of toxic comments whose union flags at most `MAX_BENIGN_FLAGGED` of the
 language's benign comments; each category then gets the monotone map (`models.text_calibration.review_knots`) that
-sends the language's threshold to the profile's shared one. A language is the one the data names; in service it is
-the one the detector finds (`models.language_id`), so the held-out figures below are taken through the detector.
+sends the language's threshold to the profile's shared one and keeps the shared block threshold in place. A
+language is the one the data names; in service it is the one the detector finds (`models.language_id`), so the
+figures written with the maps are taken through the detector. A text whose detected language has no map of its own
+gets the FALLBACK map, fitted the same way on all languages' dev comments together.
 
 Writes `models/weights/text/calibration.json`: the model version, the maps, and the default profile's recall and
 benign flag rate per language on dev and test, before and after calibration.
@@ -34,7 +36,7 @@ CALIBRATION_PATH = DEFAULT_WEIGHTS.with_name(CALIBRATION_FILE)
 
 
 def fit(comments, raw: list[dict[str, float]], shared_review: dict[str, float], margin: float = 1.0,
-        languages: list[str | None] | None = None) -> dict:
+        languages: list[str | None] | None = None, shared_block: dict[str, float] | None = None) -> dict:
     """{language: {category: knots}} for every language with enough dev comments, and for FALLBACK (all of them).
     `languages`: each comment's language as served (detected); by default the one the data names."""
     langs = np.array([lang or FALLBACK for lang in languages] if languages else [c.lang for c in comments])
@@ -48,7 +50,8 @@ def fit(comments, raw: list[dict[str, float]], shared_review: dict[str, float], 
         scores = {c: np.array([s[c] for s, keep in zip(raw, rows) if keep]) for c in PROFILE_CATEGORIES}
         chosen = [c for c, keep in zip(comments, rows) if keep]
         own = choose(scores, labels[rows], bound(benign, margin), floors(chosen, benign, shared_review))
-        maps[language] = {c: review_knots(own[c], shared_review[c]) for c in PROFILE_CATEGORIES}
+        maps[language] = {c: review_knots(own[c], shared_review[c], (shared_block or {}).get(c))
+                          for c in PROFILE_CATEGORIES}  # fmt: skip
     return maps
 
 
@@ -85,10 +88,12 @@ def main() -> None:
     shared = thresholds["default_profile"]["review"]
     splits = {name: load_comments(splits=(name,)) for name in ("dev", "test")}
     raw = {name: model.predict_raw([c.text for c in comments]) for name, comments in splits.items()}
-    maps = fit(splits["dev"], raw["dev"], shared)
+    block = {c: thresholds["categories"][c]["block"] for c in PROFILE_CATEGORIES}
+    maps = fit(splits["dev"], raw["dev"], shared, shared_block=block)
     model.calibration = LanguageCalibration(maps)
     document = {"model_version": model.model_version, "max_benign_flagged": MAX_BENIGN_FLAGGED,
-                "categories": list(PROFILE_CATEGORIES), "shared_review": shared, "languages": maps}
+                "categories": list(PROFILE_CATEGORIES), "shared_review": shared, "shared_block": block,
+                "languages": maps}
     for name, comments in splits.items():
         document[name] = {
             "uncalibrated": figures(comments, columns(raw[name]), shared),

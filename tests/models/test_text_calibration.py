@@ -58,6 +58,15 @@ def test_review_knots_at_an_end_is_the_identity():
     assert review_knots(1.0, SHARED) == review_knots(0.0, SHARED) == [[0.0, 0.0], [1.0, 1.0]]
 
 
+def test_the_block_threshold_stays_in_place_when_both_review_thresholds_lie_below_it():
+    calibration = LanguageCalibration({"en": {"toxic": review_knots(0.7, SHARED, 0.84)}, "ar": {"toxic": review_knots(0.9, SHARED, 0.84)}})
+    assert calibration.apply("en", {"toxic": 0.84})["toxic"] == pytest.approx(0.84)
+    assert calibration.apply("en", {"toxic": 0.7})["toxic"] == pytest.approx(SHARED)
+    # Arabic's own review threshold is above the shared block one: no block knot, the map stays increasing
+    assert review_knots(0.9, SHARED, 0.84) == [[0.0, 0.0], [0.9, SHARED], [1.0, 1.0]]
+    assert calibration.apply("ar", {"toxic": 0.84})["toxic"] < SHARED
+
+
 def test_a_calibration_file_of_another_model_is_refused_and_a_missing_one_is_no_calibration(tmp_path):
     path = tmp_path / CALIBRATION_FILE
     assert LanguageCalibration.read(path, "v1").languages == ()
@@ -76,7 +85,8 @@ def test_the_shipped_calibration_belongs_to_the_shipped_model_and_maps_the_defau
         assert set(maps) == set(thresholds["default_profile"]["categories"]), language
         for category, knots in maps.items():
             inner = [y for _, y in knots[1:-1]]
-            assert inner in ([], [document["shared_review"][category]]), (language, category)
+            shared = [document["shared_review"][category], document["shared_block"][category]]
+            assert inner in ([], shared[:1], shared), (language, category)
     assert FALLBACK in document["languages"]
 
 
