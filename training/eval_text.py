@@ -4,8 +4,9 @@
 
 Every score goes through `TextToxicityModel` on CPU with one thread: the served path (windows, worst window per
 category); the per-category tables use the scores before the per-language calibration (`predict_raw`), the default
-profile's figures both before and after it (`training/language_figures.py`). The test split (see training/text_data.py) was never used for training, for choosing the
-epoch or for the thresholds (those come from the dev split, `thresholds.json`). Leave-one-source-out and the
+profile's figures both before and after it (`training/language_figures.py`). The test split (see
+training/text_data.py) was never used for training, for choosing the epoch or for the thresholds (those come from
+the dev split, `thresholds.json`). Leave-one-source-out and the
 encoder comparison are read from `training-report.json`, written by training (they need retraining). The
 hand-written rows of data/text/ are reported apart, as a rule test. Rewrites `models/weights/text/model-card.md`
 and the block of docs/text-model.md between the eval-text markers.

@@ -8,7 +8,8 @@ import pytest
 from models import language_id
 
 TEXTS = {
-    "en": ["Thank you for the lovely article, it was very helpful.", "You are a worthless idiot and everyone hates you."],
+    "en": ["Thank you for the lovely article, it was very helpful.",
+           "You are a worthless idiot and everyone hates you."],
     "de": ["Vielen Dank für den schönen Artikel, er war sehr hilfreich.", "Du bist so ein Idiot, halt die Klappe."],
     "es": ["Gracias por el artículo, me ha resultado muy útil.", "Eres un idiota y nadie te quiere."],
     "pt": ["Obrigado pelo artigo, foi muito útil para mim.", "Você é um idiota e ninguém gosta de você."],

@@ -59,7 +59,8 @@ def test_review_knots_at_an_end_is_the_identity():
 
 
 def test_the_block_threshold_stays_in_place_when_both_review_thresholds_lie_below_it():
-    calibration = LanguageCalibration({"en": {"toxic": review_knots(0.7, SHARED, 0.84)}, "ar": {"toxic": review_knots(0.9, SHARED, 0.84)}})
+    calibration = LanguageCalibration({"en": {"toxic": review_knots(0.7, SHARED, 0.84)},
+                                       "ar": {"toxic": review_knots(0.9, SHARED, 0.84)}})
     assert calibration.apply("en", {"toxic": 0.84})["toxic"] == pytest.approx(0.84)
     assert calibration.apply("en", {"toxic": 0.7})["toxic"] == pytest.approx(SHARED)
     # Arabic's own review threshold is above the shared block one: no block knot, the map stays increasing
