@@ -57,6 +57,7 @@ eval-text: install
 train-text: install
 	$(BIN)/python -m training.train_text --loso-finetune-budget 100000
 	$(BIN)/python -m training.profile_thresholds
+	$(BIN)/python -m training.language_calibration
 	$(BIN)/python -m training.eval_text
 
 # Regenerates requirements.lock (dependencies + `test` extra) and requirements-bench.lock (`bench` extra, within the

@@ -15,6 +15,11 @@ in 15,000 characters of benign prose would vanish from the embedding. Texts are 
 windows of whole sentences of at most `window_chars` characters (160, stored in the checkpoint; training saw the
 first 280 characters of each text, but shorter windows keep long benign prose from adding up, see
 training/train_text.py), and per category the worst window counts.
+
+Calibration: the worst-window scores of toxic, insult and identity_attack then go through the monotone map of the
+text's detected language (`models.text_calibration`, fitted on real dev comments, in `calibration.json` beside the
+weights), so that the default profile's review threshold flags at most 10% of benign dev comments in each language
+with dev data. A text in any other language, or with no detectable language, keeps its uncalibrated scores.
 """
 
 from __future__ import annotations
@@ -25,9 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from models import language_id
+from models.text_calibration import LanguageCalibration
+
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "text"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "use-ft.pt"
 THRESHOLDS_FILE = WEIGHTS_DIR / "thresholds.json"
+CALIBRATION_FILE = "calibration.json"  # beside the weights; absent: scores are served uncalibrated
 WINDOW_CHARS = 160  # default; the checkpoint's `window_chars` wins
 HEAD_INPUT_SCALE = 512 ** 0.5  # the encoder's output has unit norm; scaled so that each input is about unit size
 INFERENCE_BATCH = 32  # windows per forward pass; sorted by length so that padding stays small
@@ -62,8 +71,10 @@ def build_classifier(categories, resources: str | None = None):
 
 
 class TextToxicityModel:
-    def __init__(self, classifier, tokenizer, checkpoint: dict, device: str = "cpu"):
+    def __init__(self, classifier, tokenizer, checkpoint: dict, device: str = "cpu",
+                 calibration: LanguageCalibration | None = None):
         self._classifier = classifier
+        self.calibration = calibration or LanguageCalibration({})
         self._tokenizer = tokenizer
         self._device = device  # training scores its dev split through this same path on a GPU
         self.model_version: str = checkpoint["model_version"]
@@ -72,7 +83,9 @@ class TextToxicityModel:
         self.window_chars: int = int(checkpoint["window_chars"])
 
     @classmethod
-    def load(cls, weights: str | None = None, *, threads: int = 1) -> "TextToxicityModel":
+    def load(cls, weights: str | None = None, *, threads: int = 1, calibrated: bool = True) -> "TextToxicityModel":
+        """The checkpoint, with the calibration beside it when `calibrated` (training fits it on uncalibrated
+        scores, so it loads without: a calibration left from an earlier model would not match)."""
         import torch
 
         from models.text_use import load_tokenizer
@@ -83,9 +96,26 @@ class TextToxicityModel:
         state = {name: tensor.float() for name, tensor in checkpoint["state_dict"].items()}
         classifier.load_state_dict(state)  # strict: every fine-tuned tensor must be there
         classifier.eval()
-        return cls(classifier, load_tokenizer(), checkpoint)
+        calibration = LanguageCalibration({})
+        if calibrated:
+            path = Path(weights or DEFAULT_WEIGHTS).with_name(CALIBRATION_FILE)
+            calibration = LanguageCalibration.read(path, checkpoint["model_version"])
+        if calibration.languages:
+            language_id.warm_up()
+        return cls(classifier, load_tokenizer(), checkpoint, calibration=calibration)
 
     def predict(self, texts: list[str]) -> list[dict[str, float]]:
+        """Per text, a calibrated score per category: the served path."""
+        return self.calibrate(texts, self.predict_raw(texts))
+
+    def calibrate(self, texts: list[str], raw: list[dict[str, float]]) -> list[dict[str, float]]:
+        """`raw` (from `predict_raw(texts)`) through the map of each text's detected language."""
+        if not self.calibration.languages:
+            return raw
+        return [self.calibration.apply(language_id.language_of(text), scores) for text, scores in zip(texts, raw)]
+
+    def predict_raw(self, texts: list[str]) -> list[dict[str, float]]:
+        """Per text, the worst window's score per category, before calibration (training fits on these)."""
         windows_per_text = [split_windows(text, self.window_chars) for text in texts]
         flat = [window for windows in windows_per_text for window in windows]
         window_scores = self.score_windows(flat)

@@ -4,7 +4,8 @@ Coral Talk, forum bots and `googleapiclient` scripts call it unchanged. The key 
 way) or as a Bearer header; the key's plan and profile apply, and an analysis goes through the same flow as
 `/v1/moderate-text` (one unit, decided and queued by the profile). Attributes are mapped by
 `moderation.compat_mapping`; errors answer in Google's envelope with Perspective's `errorType`
-(`serve_app.errors.ENVELOPES`).
+(`serve_app.errors.ENVELOPES`). As Perspective does, the answer's `languages` are the request's when it names some,
+else the likeliest detected one, and `detectedLanguages` lists what the detector found.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ValidationError
 
+from models import language_id
 from moderation.compat_mapping import PERSPECTIVE_ATTRIBUTES, language_code, sentence_spans, unsupported_attribute
 from moderation.flow import Caller, Moderated
 from moderation.items import text_item
@@ -58,7 +60,8 @@ class AttributeScores(BaseModel):
 
 class AnalyzeCommentResponse(BaseModel):
     attributeScores: dict[str, AttributeScores]
-    languages: list[str]
+    languages: list[str]  # Perspective's: the request's `languages` when it names some, else the likeliest detected
+    detectedLanguages: list[str]  # likeliest first (models/language_id.py); empty when no language is likely
     clientToken: str | None = None
 
 
@@ -89,8 +92,10 @@ async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) 
     [outcome] = await services(request).flow.moderate_many(caller, [item])
     request.state.log_fields.update(scores=outcome.scored.categories, decision=outcome.decision.decision)
     token = raw.get("clientToken") if isinstance(raw.get("clientToken"), str) else None
-    return AnalyzeCommentResponse(attributeScores=_attribute_scores(wanted, spans, outcome),
-                                  languages=[language_code(tag) for tag in languages], clientToken=token)  # fmt: skip
+    detected = [language for language, _ in language_id.detect(text)]
+    used = [language_code(tag) for tag in languages] if languages else detected[:1]
+    return AnalyzeCommentResponse(attributeScores=_attribute_scores(wanted, spans, outcome), languages=used,
+                                  detectedLanguages=detected, clientToken=token)  # fmt: skip
 
 
 @router.post(

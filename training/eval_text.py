@@ -2,9 +2,11 @@
 
     MODERATION_TEXT_DATA_DIR=/path/to/jsonl-dir .venv/bin/python -m training.eval_text
 
-Every score goes through `TextToxicityModel.predict` on CPU with one thread: the served path (windows, worst
-window per category). The test split (see training/text_data.py) was never used for training, for choosing the
-epoch or for the thresholds (those come from the dev split, `thresholds.json`). Leave-one-source-out and the
+Every score goes through `TextToxicityModel` on CPU with one thread: the served path (windows, worst window per
+category); the per-category tables use the scores before the per-language calibration (`predict_raw`), the default
+profile's figures both before and after it (`training/language_figures.py`). The test split (see
+training/text_data.py) was never used for training, for choosing the epoch or for the thresholds (those come from
+the dev split, `thresholds.json`). Leave-one-source-out and the
 encoder comparison are read from `training-report.json`, written by training (they need retraining). The
 hand-written rows of data/text/ are reported apart, as a rule test. Rewrites `models/weights/text/model-card.md`
 and the block of docs/text-model.md between the eval-text markers.
@@ -19,7 +21,7 @@ from collections import defaultdict
 import numpy as np
 
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, read_thresholds
-from training import model_card
+from training import language_figures, model_card
 from training.metrics import review_threshold, roc_auc
 from training.text_data import REPO_ROOT, load_comments, load_handwritten
 
@@ -37,8 +39,11 @@ def main() -> None:
     assert thresholds["model_version"] == model.model_version, "thresholds.json belongs to another model"
     test = load_comments(splits=("test",))
     started = time.time()
-    scores = model.predict([c.text for c in test])
+    # The tables below are of the uncalibrated scores (their per-category thresholds were chosen on those); the
+    # default profile's figures are of the served, calibrated ones (training/language_figures.py), before and after.
+    scores = model.predict_raw([c.text for c in test])
     seconds = time.time() - started
+    served = model.calibrate([c.text for c in test], scores)
     report = json.loads(TRAINING_REPORT.read_text(encoding="utf-8"))
     figures = {
         "languages": _groups(test, scores, thresholds, lambda c: c.lang),
@@ -47,6 +52,9 @@ def main() -> None:
         "handwritten": _handwritten(model, thresholds),
         "latency": _latency(model),
         "scoring_seconds": seconds,
+        "calibration": language_figures.calibration(test, scores, served, thresholds["default_profile"]["review"]),
+        "detector": language_figures.detector(load_comments(splits=("dev",))),
+        "calibration_cost": language_figures.cost(model),
     }
     figures["targets"] = _targets(figures["languages"])
     figures["targets"]["at_15"] = _recall_at_15(test, scores)
@@ -98,7 +106,7 @@ def _categories(test, scores, model, thresholds) -> dict:
 
 def _handwritten(model, thresholds) -> dict:
     rows = load_handwritten()
-    scores = [s["toxic"] for s in model.predict([r.text for r in rows])]
+    scores = [s["toxic"] for s in model.predict_raw([r.text for r in rows])]
     t = thresholds["categories"]["toxic"]
     return _figures([r.label for r in rows], scores, t["review"], t["block"])
 
@@ -108,11 +116,11 @@ def _latency(model, repeats: int = 200) -> dict:
     result = {}
     for name, text in (("short", "Eres un idiota, nadie te quiere."),
                        ("280 chars", ("The council approved the library budget after a long debate. " * 5)[:280])):
-        model.predict([text])
+        model.predict_raw([text])
         times = []
         for _ in range(repeats):
             started = time.perf_counter()
-            model.predict([text])
+            model.predict_raw([text])
             times.append((time.perf_counter() - started) * 1000)
         result[name] = {"p50": float(np.percentile(times, 50)), "p95": float(np.percentile(times, 95))}
     return result
@@ -132,7 +140,7 @@ def _targets(languages: dict) -> dict:
 def _recall_at_15(test, scores) -> dict:
     """The target's own operating point: a toxic threshold that flags 15% of the benign *dev* comments, on test."""
     dev = load_comments(splits=("dev",))
-    dev_scores = np.array([s["toxic"] for s in TextToxicityModel.load(threads=1).predict([c.text for c in dev])])
+    dev_scores = np.array([s["toxic"] for s in TextToxicityModel.load(threads=1).predict_raw([c.text for c in dev])])
     threshold = review_threshold(dev_scores[[c.label == 0 for c in dev]], TARGET_REVIEW_BENIGN_FLAGGED)
     test_scores, labels = np.array([s["toxic"] for s in scores]), np.array([c.label == 1 for c in test])
     langs = np.array([c.lang for c in test])

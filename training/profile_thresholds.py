@@ -2,10 +2,11 @@
 
 The per-category thresholds in thresholds.json each flag at most 10% of benign dev comments on their own; a
 profile that enables several categories flags the union, which is more. Here the review thresholds of the
-default profile's text categories are chosen together: the highest recall of toxic dev comments whose union flags
-at most `MAX_BENIGN_FLAGGED` of the benign ones. Block thresholds stay per category (95% precision). The result is
-written to thresholds.json under `default_profile`, with the same figures on the held-out test split, overall and
-per language; config/profiles.yaml copies the thresholds (a test checks they agree).
+default profile's text categories are chosen together, on uncalibrated scores: the highest recall of toxic dev
+comments whose union flags at most `MAX_BENIGN_FLAGGED` of the benign ones (`training/language_calibration.py`
+then maps each language's scores so that these thresholds act as that language's own). Block thresholds stay per
+category (95% precision). The result is written to thresholds.json under `default_profile`, with the same figures
+on the held-out test split, overall and per language; config/profiles.yaml copies the thresholds (a test checks).
 
     MODERATION_TEXT_DATA_DIR=/path/to/jsonl-dir .venv/bin/python -m training.profile_thresholds
 """
@@ -30,14 +31,17 @@ def flagged(scores: dict[str, np.ndarray], review: dict[str, float]) -> np.ndarr
     return np.any([scores[c] >= review[c] for c in review], axis=0)
 
 
-def choose(scores: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, float]:
-    """The review thresholds (one benign-flag rate per category) with the best dev recall under the bound."""
-    benign = labels == 0
+def choose(scores: dict[str, np.ndarray], labels: np.ndarray, bound: float = MAX_BENIGN_FLAGGED,
+           floors: dict[str, float] | None = None) -> dict[str, float]:
+    """The review thresholds (one benign-flag rate per category, none below its floor) with the best dev recall
+    under the bound."""
+    benign, floors = labels == 0, floors or {}
     best, best_recall = None, -1.0
     for rates in itertools.product(RATES, repeat=len(PROFILE_CATEGORIES)):
-        review = {c: review_threshold(scores[c][benign], r) for c, r in zip(PROFILE_CATEGORIES, rates)}
+        review = {c: max(review_threshold(scores[c][benign], r), floors.get(c, 0.0))
+                  for c, r in zip(PROFILE_CATEGORIES, rates)}
         hit = flagged(scores, review)
-        if hit[benign].mean() <= MAX_BENIGN_FLAGGED and hit[~benign].mean() > best_recall:
+        if hit[benign].mean() <= bound and hit[~benign].mean() > best_recall:
             best, best_recall = review, hit[~benign].mean()
     return {c: round(t, 4) for c, t in best.items()}
 
@@ -61,7 +65,7 @@ def scored(model, comments) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    model = TextToxicityModel.load(threads=1)
+    model = TextToxicityModel.load(threads=1, calibrated=False)
     thresholds = read_thresholds()
     assert thresholds["model_version"] == model.model_version, "thresholds.json belongs to another model"
     dev, test = load_comments(splits=("dev",)), load_comments(splits=("test",))

@@ -155,7 +155,7 @@ def save_served(state16: dict, comments, out: Path, device: str, window_chars: i
     checkpoint = {"model_version": version, "categories": list(CATEGORIES), "beta_categories": beta,
                   "window_chars": window_chars, "train_chars": TRAIN_CHARS, "state_dict": state16}
     torch.save(checkpoint, out / "use-ft.pt")
-    served = TextToxicityModel.load(str(out / "use-ft.pt"))
+    served = TextToxicityModel.load(str(out / "use-ft.pt"), calibrated=False)
     served._classifier.to(device)
     served._device = device
     dev = [c for c in comments if c.split == "dev"]

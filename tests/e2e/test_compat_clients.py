@@ -77,6 +77,7 @@ def test_googleapiclient_analyze_and_suggestscore_through_the_discovery_document
     kind_span, abuse_span = toxicity["spanScores"]
     assert kind_span["score"]["value"] < 0.5 < abuse_span["score"]["value"]
     assert answer["clientToken"] == "bot-1" and answer["languages"] == ["en"]
+    assert answer["detectedLanguages"][:1] == ["en"]
 
     with pytest.raises(errors.HttpError) as refused:
         service.comments().analyze(body={"comment": {"text": "x"}, "requestedAttributes": {"SEVERE_TOXICITY": {}}}).execute()

@@ -39,7 +39,7 @@ def test_analyze_answers_perspectives_shape(api, key, backends):
     backends.toxic = 0.7
     body = analyze(api, key, clientToken="t-1", languages=["en-US"], doNotStore=True).json()
     assert body == {"attributeScores": {"TOXICITY": {"summaryScore": {"value": pytest.approx(0.7), "type": "PROBABILITY"}}},
-                    "languages": ["en"], "clientToken": "t-1"}  # fmt: skip
+                    "languages": ["en"], "detectedLanguages": ["en"], "clientToken": "t-1"}  # fmt: skip
     assert usage(api) == 1
 
 
@@ -172,3 +172,19 @@ def test_googleapiclient_builds_from_the_discovery_document_and_calls_both_metho
     with pytest.raises(errors.HttpError) as refused:
         service.comments().analyze(body={"comment": {"text": ""}, "requestedAttributes": {"TOXICITY": {}}}).execute()
     assert refused.value.status_code == 400 and refused.value.error_details[0]["errorType"] == "COMMENT_EMPTY"
+
+
+@pytest.mark.parametrize(("text", "requested", "used", "detected"), [
+    ("Vielen Dank für den schönen Artikel, er war sehr hilfreich.", None, ["de"], ["de"]),  # none named: detected
+    ("Vielen Dank für den schönen Artikel, er war sehr hilfreich.", ["en-GB"], ["en"], ["de"]),  # named ones win
+    ("Спасибо за интересную статью, очень полезно.", None, ["ru"], ["ru"]),
+    ("x", None, [], []),  # no likely language: both empty, still scored
+])
+def test_languages_are_the_requested_ones_else_the_detected_one_as_in_perspective(api, key, text, requested, used,
+                                                                                  detected):
+    fields = {"languages": requested} if requested else {}
+    response = analyze(api, key, text=text, **fields)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["languages"], body["detectedLanguages"]) == (used, detected)
+    assert "TOXICITY" in body["attributeScores"]
