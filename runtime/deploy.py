@@ -83,3 +83,22 @@ def wait_until_running(timeout_s: float = 300, poll_s: float = 0.5) -> None:
             raise RuntimeError(f"deploy failed: {app.message}")
         time.sleep(poll_s)
     raise TimeoutError(f"{APP_NAME} not running after {timeout_s} s")
+
+
+def wait_until_healthy(base_url: str, timeout_s: float = 60, poll_s: float = 0.5) -> bool:
+    """Block until `GET /healthz` answers 200, at most `timeout_s`; False (and the caller says so) when it never did.
+
+    RUNNING means every replica passed Serve's own check, but the ingress's health snapshot may have been taken
+    while a model replica was still loading (it is refreshed every 2 s): "ready" should mean that /healthz agrees.
+    """
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=5).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass  # the port may not accept connections yet
+        time.sleep(poll_s)
+    return False

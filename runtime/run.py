@@ -115,7 +115,7 @@ def main() -> None:
 
 def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore | None) -> None:
     """Ray on loopback, then serve_config.yaml deployed with this run's host, port and store; returns once running."""
-    from runtime.deploy import deploy, read_serve_config, wait_until_running
+    from runtime.deploy import deploy, read_serve_config, wait_until_healthy, wait_until_running
 
     replica_url, password_file = _store_for_children(settings, redis_url, redis_server)
 
@@ -141,6 +141,10 @@ def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore
         )
     )
     wait_until_running()
+    # A wildcard bind is reached on loopback; an IPv6 address goes in brackets.
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    if not wait_until_healthy(f"http://{f'[{host}]' if ':' in host else host}:{settings.port}"):
+        log.warning("the graph is running but /healthz has not answered 200 within 60 s; see its body for why")
 
 
 def _webhook_worker(settings: Settings, redis_url: str, redis_server: EmbeddedStore | None):
