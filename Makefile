@@ -50,12 +50,14 @@ bench: install
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model
-# card and the evaluation block of docs/text-model.md; `train-text` rebuilds the model from the sources (a GPU helps), then evaluates it.
+# card and the evaluation block of docs/text-model.md; `train-text` rebuilds the model from the sources (a GPU helps), its side heads (violent_speech, self_harm) on top,
+# then evaluates it.
 eval-text: install
 	$(BIN)/python -m training.eval_text
 
 train-text: install
 	$(BIN)/python -m training.train_text --loso-finetune-budget 100000
+	$(BIN)/python -m training.side_heads
 	$(BIN)/python -m training.profile_thresholds
 	$(BIN)/python -m training.language_calibration
 	$(BIN)/python -m training.eval_text

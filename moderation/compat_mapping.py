@@ -2,7 +2,7 @@
 
 OpenAI: each of OpenAI's 13 categories is scored as the highest of its sources; a source is one of our
 categories of one content kind, or two that must both hold (its score is then the lower of the two). A
-category without a source scores 0: no model here backs it (self-harm, sexual/minors, illicit). Only what
+category without a source scores 0: no model here backs it (self-harm/instructions, sexual/minors, illicit). Only what
 the key's profile enables is scored (so a beta category left off scores 0), and a category is `true`
 only when the request is flagged and one of its sources reached its review threshold in the profile.
 
@@ -26,12 +26,12 @@ OPENAI_SOURCES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "hate/threatening": (("text", ("identity_attack", "threat")),),
     "illicit": (),
     "illicit/violent": (),
-    "self-harm": (),
-    "self-harm/intent": (),
+    "self-harm": (("text", ("self_harm",)),),
+    "self-harm/intent": (("text", ("self_harm",)),),
     "self-harm/instructions": (),
     "sexual": (("text", ("sexual",)), ("image", ("nsfw",))),
     "sexual/minors": (),
-    "violence": (("text", ("threat",)), ("image", ("violence",))),
+    "violence": (("text", ("threat",)), ("text", ("violent_speech",)), ("image", ("violence",))),
     "violence/graphic": (("image", ("violence",)),),
 }
 OPENAI_MODELS = (

@@ -18,9 +18,11 @@ ReviewReason = Literal["model_flagged", "report_threshold"]
 ContentKind = Literal["image", "text"]
 
 IMAGE_CATEGORIES = ("nsfw", "weapon", "violence")
-TEXT_CATEGORIES = ("toxic", "insult", "threat", "identity_attack", "sexual", "profanity")
+# violent_speech is text that threatens, plans or incites violence against a person or a group; `violence` is the
+# image model's (a profile keys thresholds by category name, and the two models' scores are on different scales).
+TEXT_CATEGORIES = ("toxic", "insult", "threat", "identity_attack", "sexual", "profanity", "self_harm", "violent_speech")
 # Beta: too little real evaluation data to vouch for the scores; a profile must enable them.
-BETA_CATEGORIES = ("weapon", "violence", "threat", "sexual")
+BETA_CATEGORIES = ("weapon", "violence", "threat", "sexual", "self_harm", "violent_speech")
 # Always on: every image is scored for nsfw, every text for toxic.
 PRIMARY_CATEGORIES = {"image": "nsfw", "text": "toxic"}
 

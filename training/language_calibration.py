@@ -23,7 +23,7 @@ import numpy as np
 
 from models.text_calibration import FALLBACK, LanguageCalibration, review_knots
 from models.text_toxicity import CALIBRATION_FILE, DEFAULT_WEIGHTS, TextToxicityModel, read_thresholds
-from training.profile_thresholds import PROFILE_CATEGORIES, choose, figures
+from training.profile_thresholds import FIXED_CATEGORIES, PROFILE_CATEGORIES, choose, figures
 from training.text_data import load_comments
 
 MAX_BENIGN_FLAGGED = 0.10  # per language with dev data: at most 10% of its benign comments sent to review
@@ -47,9 +47,12 @@ def fit(comments, raw: list[dict[str, float]], shared_review: dict[str, float], 
         benign = int((labels[rows] == 0).sum())
         if benign < MIN_DEV_BENIGN or (labels[rows] == 1).sum() < MIN_DEV_TOXIC:
             continue
-        scores = {c: np.array([s[c] for s, keep in zip(raw, rows) if keep]) for c in PROFILE_CATEGORIES}
+        scores = {c: np.array([s[c] for s, keep in zip(raw, rows) if keep])
+                  for c in PROFILE_CATEGORIES + FIXED_CATEGORIES if c in shared_review}
         chosen = [c for c, keep in zip(comments, rows) if keep]
-        own = choose(scores, labels[rows], bound(benign, margin), floors(chosen, benign, shared_review))
+        # Categories on at a fixed threshold (threat) are not mapped, but their flags count in the language's union.
+        fixed = {c: shared_review[c] for c in FIXED_CATEGORIES if c in shared_review}
+        own = choose(scores, labels[rows], bound(benign, margin), floors(chosen, benign, shared_review), fixed)
         maps[language] = {c: review_knots(own[c], shared_review[c], (shared_block or {}).get(c))
                           for c in PROFILE_CATEGORIES}  # fmt: skip
     return maps
@@ -78,7 +81,7 @@ def calibrated(model: TextToxicityModel, comments, raw) -> list[dict[str, float]
 
 
 def columns(predictions: list[dict[str, float]]) -> dict[str, np.ndarray]:
-    return {c: np.array([p[c] for p in predictions]) for c in PROFILE_CATEGORIES}
+    return {c: np.array([p[c] for p in predictions]) for c in PROFILE_CATEGORIES + FIXED_CATEGORIES}
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from models import language_id
 from training.metrics import roc_auc
-from training.profile_thresholds import PROFILE_CATEGORIES, figures
+from training.profile_thresholds import FIXED_CATEGORIES, PROFILE_CATEGORIES, figures
 
 SHORT_CHARS = 80  # a "short comment" for the detector's accuracy: most comments a site moderates are this short
 TARGET_BENIGN_FLAGGED, TARGET_RECALL = 0.10, 0.75  # per language with dev data; pooled
@@ -34,7 +34,7 @@ def calibration(comments, raw: list[dict], served: list[dict], review: dict[str,
     scores and served (calibrated) ones, at the profile's shared review thresholds."""
     result = {}
     for name, predictions in (("uncalibrated", raw), ("calibrated", served)):
-        columns = {c: np.array([p[c] for p in predictions]) for c in PROFILE_CATEGORIES}
+        columns = {c: np.array([p[c] for p in predictions]) for c in PROFILE_CATEGORIES + FIXED_CATEGORIES}
         result[name] = {**figures(comments, columns, review), **_aucs(comments, columns["toxic"])}
     after = result["calibrated"]
     result["over_target"] = {lang: v["benign_flagged"] for lang, v in after["languages"].items()

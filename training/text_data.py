@@ -45,6 +45,7 @@ class Comment:
     lang: str
     source: str
     fine: dict = field(default_factory=dict)  # category -> bool, known labels only
+    orig_label: str = ""  # the source's own label, as given
 
     @property
     def dataset(self) -> str:
@@ -95,7 +96,7 @@ def load_comments(directory: Path | None = None, splits=SPLITS) -> list[Comment]
             for line in f:
                 row = json.loads(line)
                 comment = Comment(row["text"], int(row["label"]), row["lang"], row["source"],
-                                  {k: bool(row[k]) for k in FINE_LABELS if k in row})
+                                  {k: bool(row[k]) for k in FINE_LABELS if k in row}, row.get("orig_label", ""))
                 if comment.split in splits:
                     comments.append(comment)
     return comments
@@ -109,11 +110,17 @@ class HandwrittenRow:
     kind: str
 
 
-def load_handwritten() -> list[HandwrittenRow]:
-    """The project's hand-written rows (data/text/*.tsv, both splits): a rule test, never a headline figure."""
+def load_handwritten(splits=("train", "eval")) -> list[HandwrittenRow]:
+    """The project's hand-written rows (data/text/*.tsv): a rule test, never a headline figure. Rows marked
+    `train` may be training rows (the side heads use them); `eval` rows are never trained on."""
     rows = []
     for path in sorted(HANDWRITTEN_DIR.glob("*.tsv")):
         with path.open(encoding="utf-8", newline="") as f:
             for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
-                rows.append(HandwrittenRow(row["text"], int(row["label"]), row["language"], row["kind"]))
+                if row["split"] in splits:
+                    rows.append(HandwrittenRow(row["text"], int(row["label"]), row["language"], row["kind"]))
     return rows
+
+
+def load_handwritten_split(split: str) -> list[HandwrittenRow]:
+    return load_handwritten(splits=(split,))

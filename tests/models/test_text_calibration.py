@@ -78,12 +78,16 @@ def test_a_calibration_file_of_another_model_is_refused_and_a_missing_one_is_no_
 
 
 def test_the_shipped_calibration_belongs_to_the_shipped_model_and_maps_the_default_profile_categories():
+    from training.profile_thresholds import FIXED_CATEGORIES
+
     document = json.loads(DEFAULT_WEIGHTS.with_name(CALIBRATION_FILE).read_text())
     thresholds = json.loads(DEFAULT_WEIGHTS.with_name("thresholds.json").read_text())
     assert document["model_version"] == thresholds["model_version"]
     assert document["shared_review"] == thresholds["default_profile"]["review"]
+    # Every default-profile category is mapped but those on at a fixed threshold (threat: not searched, not mapped).
+    assert set(thresholds["default_profile"]["categories"]) - set(document["categories"]) == set(FIXED_CATEGORIES)
     for language, maps in document["languages"].items():
-        assert set(maps) == set(thresholds["default_profile"]["categories"]), language
+        assert set(maps) == set(document["categories"]), language
         for category, knots in maps.items():
             inner = [y for _, y in knots[1:-1]]
             shared = [document["shared_review"][category], document["shared_block"][category]]

@@ -62,10 +62,11 @@ def test_every_served_category_is_scored_in_range(model):
 
 def test_categories_and_beta_flags(model):
     assert model.categories[0] == "toxic"
-    assert set(model.categories) == {"toxic", "insult", "threat", "identity_attack", "sexual", "profanity"}
-    # too little real evaluation data: 71 and 118 positives in all
-    assert model.beta_categories == ("threat", "sexual")
-    assert "self_harm" not in model.categories  # no real data to back it
+    assert model.categories == ("toxic", "insult", "threat", "identity_attack", "sexual", "profanity",
+                                "violent_speech", "self_harm")
+    # threat, sexual: too little real evaluation data for the main head (71 and 118 positives in all);
+    # violent_speech: a side head, new; self_harm: a side head with no real data at all (hand-written rows only).
+    assert model.beta_categories == ("threat", "sexual", "violent_speech", "self_harm")
 
 
 @pytest.mark.parametrize("text", CLEAR_TOXIC)

@@ -78,6 +78,17 @@ def test_identity_attack_with_a_threat_is_hate_threatening_and_violence(api, bac
     assert result["category_scores"]["hate/threatening"] == pytest.approx(0.5)  # the lower of the two
 
 
+def test_self_harm_and_violent_speech_reach_openais_self_harm_and_violence_when_the_profile_enables_them(api, backends):
+    api.put_profile("beta-text", mode="enforce", categories={
+        **TEST_THRESHOLDS, "self_harm": {"review": 0.3, "block": 0.7}, "violent_speech": {"review": 0.3, "block": 0.7}})
+    backends.text_scores.update(self_harm=0.6, violent_speech=0.4)
+    [result] = moderations(api, api.new_key(profile="beta-text"), "...").json()["results"]
+    assert {name for name, on in result["categories"].items() if on} == {"self-harm", "self-harm/intent", "violence"}
+    assert result["category_scores"]["self-harm"] == pytest.approx(0.6)
+    assert result["category_scores"]["violence"] == pytest.approx(0.4)
+    assert result["category_scores"]["self-harm/instructions"] == 0.0  # no model backs it
+
+
 def test_categories_the_profile_leaves_off_score_0(api, key, backends):
     backends.text_scores.update(threat=0.9, sexual=0.9)  # beta: off in the test profile
     [result] = moderations(api, key, "...").json()["results"]
