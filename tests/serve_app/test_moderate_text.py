@@ -118,7 +118,7 @@ def test_a_beta_text_category_is_scored_once_a_profile_enables_it(api, backends)
 
 def test_the_admin_api_refuses_an_unknown_text_category(api):
     response = api.client.put("/admin/v1/profiles/bad", headers=api.admin, json={
-        "mode": "enforce", "report_threshold": 3, "categories": {**TEXT_PROFILE, "self_harm": {"review": 0.1, "block": 0.2}},
+        "mode": "enforce", "report_threshold": 3, "categories": {**TEXT_PROFILE, "hate_speech": {"review": 0.1, "block": 0.2}},
     })
     assert_error(response, 400, "invalid_request")
 
