@@ -7,8 +7,11 @@ product per window, needs no new encoder pass, and is retrained on a CPU in minu
 (`training/side_heads.py`). A side head may replace a category of the main head (`replaces`), or add one.
 
 `side-heads.json`, beside the weights: {"base_model_version", "categories": {name: {"weights": [512 floats],
-"bias": float, "beta": bool}}}. Its hash is part of the served model version, so a retrained side head is a new
-version (thresholds, model card and serve config name it).
+"bias": float, "beta": bool, "gate": category (optional)}}}. A gated head's probability is multiplied by the main
+head's probability of the gate category in the same window: threat is gated by toxic, so that a sentence must be
+hostile to be a threat (ungated, the threat head sent short pleasant sentences such as a thank-you note to review:
+they look like the short, clean personal threats it learned from). Its hash is part of the served model version,
+so a retrained side head is a new version (thresholds, model card and serve config name it).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class SideHeads:
         self._weights = np.array([heads[name]["weights"] for name in self.categories], dtype=np.float64).reshape(
             len(self.categories), EMBEDDING_SIZE)
         self._bias = np.array([heads[name]["bias"] for name in self.categories], dtype=np.float64)
+        self.gates: dict[str, str] = {name: head["gate"] for name, head in heads.items() if head.get("gate")}
         self.digest = _digest(heads)
 
     @classmethod
@@ -55,10 +59,17 @@ class SideHeads:
             raise SideHeadMismatch(f"{path} is for {document.get('base_model_version')}, not {base_model_version}")
         return cls(document["categories"], base_model_version)
 
-    def scores(self, scaled_embeddings: np.ndarray) -> np.ndarray:
-        """(windows x side categories) probabilities from embeddings already scaled as the main head's input."""
+    def scores(self, scaled_embeddings: np.ndarray, main: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """(windows x side categories) probabilities from embeddings already scaled as the main head's input;
+        `main`: the main head's probabilities per category (windows,), which gated heads are multiplied by."""
         logits = np.asarray(scaled_embeddings, dtype=np.float64) @ self._weights.T + self._bias
-        return 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
+        probabilities = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
+        for column, name in enumerate(self.categories):
+            if name in self.gates:
+                if main is None or self.gates[name] not in main:
+                    raise SideHeadMismatch(f"side head {name!r} is gated by {self.gates[name]!r}, which was not given")
+                probabilities[:, column] *= main[self.gates[name]]
+        return probabilities
 
     def served_version(self, base_model_version: str) -> str:
         """The model version with these heads: the base version, plus the heads' hash when there are any."""

@@ -86,7 +86,7 @@ class TextToxicityModel:
         self._device = device  # training scores its dev split through this same path on a GPU
         self.base_model_version: str = checkpoint["model_version"]
         self.model_version: str = self._side_heads.served_version(self.base_model_version)
-        main = tuple(checkpoint["categories"])
+        main = self._main_categories = tuple(checkpoint["categories"])
         side = self._side_heads.categories
         # A side head of a main-head category replaces that column in place; the others come after.
         self.categories: tuple[str, ...] = main + tuple(c for c in side if c not in main)
@@ -170,7 +170,9 @@ class TextToxicityModel:
                 main = torch.sigmoid(self._classifier.head(embeddings)).double().cpu().numpy()
                 out[np.ix_(rows, self._kept_columns)] = main[:, self._main_columns]
                 if self._side_columns:
-                    out[np.ix_(rows, self._side_columns)] = self._side_heads.scores(embeddings.double().cpu().numpy())
+                    gates = {c: main[:, i] for i, c in enumerate(self._main_categories)}
+                    out[np.ix_(rows, self._side_columns)] = self._side_heads.scores(
+                        embeddings.double().cpu().numpy(), gates)
         return out
 
 

@@ -22,7 +22,7 @@ IMAGE_CATEGORIES = ("nsfw", "weapon", "violence")
 # image model's (a profile keys thresholds by category name, and the two models' scores are on different scales).
 TEXT_CATEGORIES = ("toxic", "insult", "threat", "identity_attack", "sexual", "profanity", "self_harm", "violent_speech")
 # Beta: too little real evaluation data to vouch for the scores; a profile must enable them.
-BETA_CATEGORIES = ("weapon", "violence", "threat", "sexual", "self_harm", "violent_speech")
+BETA_CATEGORIES = ("weapon", "violence", "sexual", "self_harm", "violent_speech")
 # Always on: every image is scored for nsfw, every text for toxic.
 PRIMARY_CATEGORIES = {"image": "nsfw", "text": "toxic"}
 

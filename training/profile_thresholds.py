@@ -24,9 +24,9 @@ from training.text_data import load_comments
 
 PROFILE_CATEGORIES = ("toxic", "insult", "identity_attack")  # their review thresholds are searched together
 # Also on in the default profile, at their own review threshold (thresholds.json): they count in the union the
-# search bounds, and are not searched. None today (threat's side head was measured and not shipped, see
-# training/side_heads.py).
-FIXED_CATEGORIES: tuple[str, ...] = ()
+# search bounds, and are not searched: threat, whose side head's review threshold flags at most 2% of benign dev
+# comments (training/side_heads.py).
+FIXED_CATEGORIES: tuple[str, ...] = ("threat",)
 MAX_BENIGN_FLAGGED = 0.15  # the operating point: at most 15% of benign comments sent to review
 RATES = (0.01, 0.02, 0.03, 0.05, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.14, 0.15)
 

@@ -62,28 +62,37 @@ def model() -> TextToxicityModel:
     return TextToxicityModel.load(threads=1, calibrated=False)
 
 
-def test_the_shipped_heads_belong_to_the_shipped_encoder_and_leave_the_main_heads_scores_alone(model):
+def test_the_shipped_heads_belong_to_the_shipped_encoder_and_threat_is_gated_by_toxic(model):
     base = TextToxicityModel.load(threads=1, calibrated=False, side_heads=False)
     assert SHIPPED["base_model_version"] == base.model_version
     assert model.model_version == read_thresholds()["model_version"] != base.model_version
-    assert model.categories == base.categories + tuple(SHIPPED["categories"])
+    assert model.categories[: len(base.categories)] == base.categories  # threat keeps its column
+    assert SHIPPED["categories"]["threat"]["gate"] == "toxic"
     texts = ["I will find you and hurt you.", "Lovely weather for a walk today."]
     with torch.inference_mode():
         embeddings = model._classifier.encoder(*pad_batch(tokenize(model._tokenizer, texts))) * HEAD_INPUT_SCALE
-    side = SideHeads(SHIPPED["categories"], base.model_version).scores(embeddings.double().numpy())
     served, main = model.predict_raw(texts), base.predict_raw(texts)
+    heads = SideHeads(SHIPPED["categories"], base.model_version)
+    side = heads.scores(embeddings.double().numpy(), {"toxic": np.array([m["toxic"] for m in main])})
     for i in range(len(texts)):
-        for j, category in enumerate(SHIPPED["categories"]):
+        for j, category in enumerate(heads.categories):
             assert served[i][category] == pytest.approx(side[i, j], abs=1e-6)
-        for category in base.categories:
+        for category in set(base.categories) - {"threat"}:
             assert served[i][category] == pytest.approx(main[i][category], abs=1e-6)  # the main head, unchanged
+    with pytest.raises(SideHeadMismatch):
+        heads.scores(embeddings.double().numpy())  # a gated head without its gate's scores
 
 
-# Rule tests (hand-written, not evidence of quality): a threat of violence and an incitement to self-harm reach their
-# category's review threshold; a news report of violence does not. Talk of medication and a thank-you still reach
-# them (known false flags of beta heads: the model card says so): strict xfail, so the day that stops, the test says.
+# Rule tests (hand-written, not evidence of quality): threats and an incitement to self-harm reach their category's
+# review threshold; a news report of violence and short pleasant sentences do not (the ungated threat head sent
+# these to review). Talk of medication and a thank-you still reach the beta heads (known false flags, in the model
+# card): strict xfail, so the day that stops, the test says.
 @pytest.mark.parametrize(("text", "category", "reaches"), [
     ("Kill all of them, they deserve to die.", "violent_speech", True),
+    ("I will find you and hurt you.", "threat", True),
+    ("Thanks for the recipe, my kids loved it!", "threat", False),
+    ("Great game last night, what a goal!", "threat", False),
+    ("Police said two people were injured in the attack on Tuesday.", "threat", False),
     ("Nobody would miss you, just go and kill yourself.", "self_harm", True),
     ("Police said two people were injured in the attack on Tuesday.", "violent_speech", False),
     ("I love this song so much", "self_harm", False),
