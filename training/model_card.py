@@ -336,8 +336,8 @@ def _side_heads() -> str:
     return f"""## Side heads
 
 `threat`, `violent_speech` and `self_harm` are logistic regressions on the fine-tuned encoder's embedding
-(`side-heads.json`, `training/side_heads.py`, trained on CPU in minutes), review at most
-{_pct(report['review_benign_rate'])} of benign dev comments flagged. threat: the real threats (EDOS, civil comments)
+(`side-heads.json`, `training/side_heads.py`, trained on CPU in minutes), review at most 2% of benign dev
+comments flagged (threat: 0.5%). threat: the real threats (EDOS, civil comments)
 and the hand-written threats, its probability multiplied by the main head's toxic one (ungated, it sent short
 pleasant sentences such as a thank-you note to review); it replaces the main head's threat output (71 positives).
 violent_speech: the real threats, Latent Hatred's "threatening" tweets (incitement against groups) and the

@@ -62,8 +62,9 @@ def swap_entry(serve_graph) -> dict:
         "loader": "transformers_text",
         "weights": str(tiny_bert(serve_graph["workdir"] / "tiny-bert")),
         # A new text model must score every text category the profiles enable (the default profile: toxic,
-        # insult, identity_attack), or those requests are refused with 503 rather than decided without it.
-        "options": {"labels": {"toxic": ["toxic"], "insult": ["toxic"], "identity_attack": ["toxic"]}},
+        # insult, identity_attack, threat), or those requests are refused with 503 rather than decided without it.
+        "options": {"labels": {"toxic": ["toxic"], "insult": ["toxic"], "identity_attack": ["toxic"],
+                               "threat": ["toxic"]}},
     }
 
 

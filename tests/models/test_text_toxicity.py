@@ -69,24 +69,11 @@ def test_categories_and_beta_flags(model):
     assert model.beta_categories == ("sexual", "violent_speech", "self_harm")
 
 
-# Spanish and German dev comments (political tweets, forum posts) score high even when benign, so their calibration
-# maps put toxic's own review threshold near or above the shared block one: a clear insult there reaches review
-# through `insult`, and toxic stays short of block. Strict xfail: the day a better model blocks them, the test says.
-CALIBRATED_BELOW_BLOCK = ("Eres un imbécil", "Halt die Fresse")
-
-
-@pytest.mark.parametrize("text", [
-    pytest.param(text, marks=pytest.mark.xfail(strict=True, reason="es/de: toxic's calibrated threshold is near block"))
-    if text.startswith(CALIBRATED_BELOW_BLOCK) else text
-    for text in CLEAR_TOXIC])  # fmt: skip
+@pytest.mark.parametrize("text", CLEAR_TOXIC)
 def test_clear_insults_score_above_block(model, text):
     result = model.predict([text])[0]
     assert result["toxic"] >= BLOCK
-
-
-@pytest.mark.parametrize("text", CLEAR_TOXIC)
-def test_clear_insults_reach_insults_review_threshold_in_every_language(model, text):
-    assert model.predict([text])[0]["insult"] >= THRESHOLDS["insult"]["review"]
+    assert result["insult"] >= THRESHOLDS["insult"]["review"]
 
 
 @pytest.mark.parametrize("text", BENIGN)
