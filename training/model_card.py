@@ -293,7 +293,8 @@ or a multilingual toxicity classifier with its weights.
 ## Hand-written rows (rule test, not a headline figure)
 
 The {hw['texts']} rows of `data/text/*.tsv` (8 languages, written for this project, {hw['positives']} toxic; both
-splits, none used to train the main head; the side heads train on the `train` rows): ROC AUC {_f(hw['auc'])}; at review precision {_f(hw['review_precision'], 2)}, recall
+splits, none used to train the main head; the side heads train on the `train` rows): ROC AUC {_f(hw['auc'])};
+at review precision {_f(hw['review_precision'], 2)}, recall
 {_f(hw['review_recall'], 2)}, benign flagged {_pct(hw['review_negatives_flagged'])}; at block recall
 {_f(hw['block_recall'], 2)}, benign flagged {_pct(hw['block_negatives_flagged'])}.
 
@@ -327,9 +328,11 @@ def _side_heads() -> str:
     rows = []
     for category, f in report["categories"].items():
         overall, rule = f["overall"], f["handwritten_rule_test"]
-        sources = ", ".join(f"{name} {_f(s['recall_at_review'], 2)} ({s['positives']})" for name, s in f["sources"].items())
+        sources = ", ".join(f"{name} {_f(s['recall_at_review'], 2)} ({s['positives']})"
+                            for name, s in f["sources"].items())
         worst = max(f["benign_flagged"].items(), key=lambda item: item[1])
-        rows.append(f"| {category} | {overall['positives']} | {_f(overall['auc'])} | {_f(overall['recall_at_review'], 2)} "
+        rows.append(f"| {category} | {overall['positives']} | {_f(overall['auc'])} "
+                    f"| {_f(overall['recall_at_review'], 2)} "
                     f"| {sources or 'none'} | {_pct(worst[1])} ({worst[0]}) | {_f(rule['recall_at_review'], 2)} "
                     f"({rule['positives']}) / {_pct(rule['benign_flagged'])} |")
     table = "\n".join(rows)

@@ -2,7 +2,8 @@
 
 The per-category thresholds in thresholds.json each flag at most 10% of benign dev comments on their own; a
 profile that enables several categories flags the union, which is more. Here the review thresholds of the
-default profile's text categories are chosen together (with FIXED_CATEGORIES' flags counted in the union), on uncalibrated scores: the highest recall of toxic dev
+default profile's text categories are chosen together (with FIXED_CATEGORIES' flags counted in the union), on
+uncalibrated scores: the highest recall of toxic dev
 comments whose union flags at most `MAX_BENIGN_FLAGGED` of the benign ones (`training/language_calibration.py`
 then maps each language's scores so that these thresholds act as that language's own). Block thresholds stay per
 category (95% precision). The result is written to thresholds.json under `default_profile`, with the same figures

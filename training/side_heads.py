@@ -1,6 +1,4 @@
-"""Train the text model's side heads (threat, violent_speech, self_harm) on CPU.
-
-    MODERATION_TEXT_DATA_DIR=/path/to/jsonl-dir .venv/bin/python -m training.side_heads
+"""Train the text model's side heads (threat, violent_speech, self_harm) on CPU: `make train-text` runs it.
 
 Each side head is a logistic regression on the fine-tuned encoder's embedding of a text's first window
 (`models/text_side_heads.py`), trained on the train split of the real comments plus the hand-written rows of
@@ -19,8 +17,9 @@ data/text/ marked `train`. What each category learns from:
   them). Its figures are a rule test, never evidence; it is served as beta.
 
 Thresholds are chosen on the dev split through the served path (windows, worst window): review flags at most
-each head's `review_benign_rate` of benign dev comments (2%; threat 0.5%) (a side category adds its flags to the default profile's, whose
-budget the main categories already use); block is the lowest score at 95% dev precision where reachable. The
+each head's `review_benign_rate` of benign dev comments (2%; threat 0.5%: a side category adds its flags to the
+default profile's, whose budget the main categories already use); block is the lowest score at 95% dev precision
+where reachable, else 1.0 (the category never blocks by itself). The
 figures on the held-out test split go to `side-heads-report.json`; `thresholds.json` takes the new model version
 and the side categories. Run `training.language_calibration` and `training.eval_text` after it (the calibration
 file names the served version).
@@ -44,7 +43,6 @@ from training.finetune import fit_linear, language_weights
 from training.metrics import block_threshold, review_threshold, roc_auc
 from training.text_data import HandwrittenRow, load_comments, load_handwritten_split
 from training.train_text import BLOCK_PRECISION, TRAIN_CHARS
-
 
 
 @dataclass(frozen=True)
