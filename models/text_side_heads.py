@@ -4,7 +4,8 @@ The fine-tuned encoder and its multi-label head (`use-ft.pt`) were trained end t
 real data arrived later (threat, with EDOS's personal threats) or that have almost none (self_harm,
 violent_speech) get a linear head each on the same 512-dimensional embedding the main head reads: it costs one dot
 product per window, needs no new encoder pass, and is retrained on a CPU in minutes
-(`training/side_heads.py`). A side head may replace a category of the main head (`replaces`), or add one.
+(`training/side_heads.py`). A side head named as a category of the main head replaces that output; any other
+adds a category.
 
 `side-heads.json`, beside the weights: {"base_model_version", "categories": {name: {"weights": [512 floats],
 "bias": float, "beta": bool, "gate": category (optional)}}}. A gated head's probability is multiplied by the main
