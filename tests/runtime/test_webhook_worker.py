@@ -4,6 +4,7 @@ delivery, and, with the worker as its own process, a worker kill and a store res
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -148,9 +149,12 @@ async def test_an_event_survives_a_killed_worker_and_a_restarted_store(tmp_path)
     try:
         with WebhookReceiver() as receiver:
             receiver.answers.append(Answer(503))  # the first try fails: the retry is pending when the worker dies
-            await _setup(client, receiver)
+            endpoint, _ = await _setup(client, receiver)
             worker = _worker_process(store, metrics_port)
             receiver.wait_for(1)
+            # Kill once the 503 is recorded (its retry scheduled): killed mid-attempt, the delivery waits out its
+            # lease (45 s, documented in policy/outbox.py), past this test's wait. A CI run once killed it there.
+            await _until_logged(Outbox(client), endpoint.id, attempts=1)
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
             await client.aclose()
@@ -170,6 +174,13 @@ async def test_an_event_survives_a_killed_worker_and_a_restarted_store(tmp_path)
             worker.wait(timeout=10)
         await client.aclose()
         store.stop()
+
+
+async def _until_logged(outbox: Outbox, endpoint_id: str, attempts: int, timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(await outbox.log(endpoint_id)) < attempts:
+        assert time.monotonic() < deadline, f"fewer than {attempts} attempts logged for {endpoint_id}"
+        await asyncio.sleep(0.05)
 
 
 def _scrape_until(url: str, wanted: str, timeout_s: float = 15) -> str:
