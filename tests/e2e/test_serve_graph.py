@@ -135,3 +135,41 @@ def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin_clien
     assert versions[0] == old_version
     assert versions[-1] == swap_entry["version"]
     assert client.get("/healthz").json()["models"]["text.toxic"] == swap_entry["version"]
+
+
+def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version(client, admin_client, new_key,
+                                                                                  serve_graph):
+    """The one-line change of docs/text-model.md: serve_config names the blend's version; the graph answers with
+    it and decides with it; then the served default comes back."""
+    from models import embeddinggemma
+    from models.registry import read_registry
+    from runtime.deploy import deploy, with_model_version
+
+    if not embeddinggemma.available():
+        pytest.skip("EmbeddingGemma is not set up here (run `make gemma`; MODERATION_GEMMA_DIR)")
+    (blend,) = [e.version for e in read_registry() if e.loader == "use_gemma_blend"]
+    unthrottled = {"scope": "both", "monthly_quota": 1_000_000, "rate_per_second": 10_000, "burst": 10_000}
+    assert admin_client.put("/admin/v1/plans/unthrottled", json=unthrottled).status_code == 200
+    headers = new_key(account="blend", plan="unthrottled")
+
+    def served_version(text: str = "have a nice day") -> dict:
+        response = client.post("/v1/moderate-text", headers=headers, json={"text": text})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def wait_for(version: str) -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and served_version()["model_version"] != version:
+            time.sleep(0.5)
+        assert served_version()["model_version"] == version
+
+    deploy(with_model_version(serve_graph["config"], "TextModel", "text.toxic", blend))
+    try:
+        wait_for(blend)
+        hostile = served_version("You are a worthless idiot and everyone here hates you.")
+        assert hostile["decision"] in ("review", "block") and hostile["model_version"] == blend
+        assert served_version("Thanks for the recipe, the cake turned out great!")["decision"] == "allow"
+    finally:
+        deploy(serve_graph["config"])
+    (text_model,) = [d for d in serve_graph["config"]["applications"][0]["deployments"] if d["name"] == "TextModel"]
+    wait_for(text_model["user_config"]["models"]["text.toxic"])
