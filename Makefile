@@ -59,6 +59,7 @@ gemma: install
 
 compare-encoders: gemma
 	$(BIN)/python -m training.compare_encoders
+	$(BIN)/python -m training.eval_text
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model

