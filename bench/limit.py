@@ -18,6 +18,9 @@ from typing import Any
 BATCH = 8
 MAX_PIXELS = 40_000_000  # a plan's largest image, as the service's decode_image call allows
 CATEGORIES = {"image_default": ("nsfw",), "image_strict": ("nsfw", "weapon", "violence")}
+# The opt-in EmbeddingGemma blend (docs/text-model.md), measured beside the served text model where `make gemma` ran:
+# raw limit only, since the graph serves the default.
+GEMMA_BLEND = "text_gemma_blend"
 START_TIMEOUT_S = 300
 
 
@@ -95,12 +98,24 @@ def _scorers(workloads: list[str], versions: dict[str, str]) -> tuple[dict[str, 
         for name in set(workloads) & set(CATEGORIES):
             score[name] = lambda batch, s=scorer: s.score(batch)
             inputs[name] = [ImageRequest(f, CATEGORIES[name]) for f in frames]
+    if GEMMA_BLEND in workloads:
+        text_versions = {"text.toxic": gemma_blend_version()}
+        scorer = ModelSet().loaded(wanted_entries({"models": text_versions}, TEXT_TASKS, DEFAULT_REGISTRY)).text_scorer()
+        score[GEMMA_BLEND] = scorer.score
+        inputs[GEMMA_BLEND] = [TextRequest(text, ("toxic",)) for text in TEXTS]
     if "text" in workloads:
         text_versions = {task: v for task, v in versions.items() if task in TEXT_TASKS}
         scorer = ModelSet().loaded(wanted_entries({"models": text_versions}, TEXT_TASKS, DEFAULT_REGISTRY)).text_scorer()
         score["text"] = scorer.score
         inputs["text"] = [TextRequest(text, ("toxic",)) for text in TEXTS]
     return score, inputs
+
+
+def gemma_blend_version() -> str:
+    from models.registry import read_registry
+
+    (version,) = [entry.version for entry in read_registry() if entry.loader == "use_gemma_blend"]
+    return version
 
 
 def _seconds(call, batch: list) -> float:

@@ -24,6 +24,7 @@ LABELS = {
     "image_phone": 'phone-sized photo, nsfw only (4 JPEGs of 4-8 MB, up to 4456x4456 px; profile "default")',
     "text": "short text (8 texts of 7-493 chars, one per request)",
     "batch_text": "batch text (the same 8 texts in one request)",
+    "text_gemma_blend": "short text, opt-in EmbeddingGemma blend (raw limit only; after `make gemma`)",
 }
 COLUMN_LABELS = {
     "graph": "graph",

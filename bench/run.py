@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from bench import hash_bank, limit, plot, report, service
+from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import TEXTS, phone_jpegs, photo_jpegs
 from bench.memory import memory_of_descendants, descendants
@@ -229,6 +230,8 @@ def main(argv: list[str] | None = None) -> None:
                              load_before=report.load_average())
     workloads = workloads_of(plan)
     limit_workloads = [name for name in workloads if name in ("image_default", "image_strict", "text")]
+    if "text" in limit_workloads and embeddinggemma.available():
+        limit_workloads.append(limit.GEMMA_BLEND)
     print(f"raw limit: 1 and {results.cores} processes ...", flush=True)
     results.limit_one = limit.measure(1, limit_workloads, versions, env, plan.limit_s)
     results.limit = limit.measure(results.cores, limit_workloads, versions, env, plan.limit_s)
