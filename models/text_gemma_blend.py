@@ -82,6 +82,8 @@ class GemmaBlendTextModel(TextToxicityModel):
     """A TextToxicityModel whose toxic column is the blend; loaded by the registry's `use_gemma_blend` loader."""
 
     def __init__(self, base: TextToxicityModel, encoder: GemmaEncoder, blend: GemmaBlend):
+        # Takes over the loaded usem3 model as it is (classifier, tokenizer, side heads, columns) rather than
+        # loading it twice; only score_windows and the version differ.
         self.__dict__.update(base.__dict__)
         self._gemma, self._blend = encoder, blend
         self._toxic_column = self.categories.index(BLENDED_CATEGORY)

@@ -169,6 +169,22 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
         hostile = served_version("You are a worthless idiot and everyone here hates you.")
         assert hostile["decision"] in ("review", "block") and hostile["model_version"] == blend
         assert served_version("Thanks for the recipe, the cake turned out great!")["decision"] == "allow"
+        # A plan's largest text (20,000 characters, about 130 windows, each through both encoders) with an insult
+        # at its end, three at once, while another account's short text is served.
+        from bench.inputs import long_text
+
+        insult = " You are a worthless idiot and everyone here hates you."
+        late_insult = long_text()[:20_000 - len(insult)] + insult  # the plan's limit: 20,000 characters
+        other = new_key(account="blend-bystander")
+        with ThreadPoolExecutor(3) as pool:
+            longs = [pool.submit(served_version, late_insult) for _ in range(3)]
+            time.sleep(0.5)
+            started = time.monotonic()
+            bystander = client.post("/v1/moderate-text", headers=other, json={"text": "see you tomorrow"})
+            bystander_s = time.monotonic() - started
+            decisions = [future.result()["decision"] for future in longs]
+        assert bystander.status_code == 200 and bystander_s < 5.0, (bystander.status_code, bystander_s)
+        assert set(decisions) <= {"review", "block"}, decisions
     finally:
         deploy(serve_graph["config"])
     (text_model,) = [d for d in serve_graph["config"]["applications"][0]["deployments"] if d["name"] == "TextModel"]
