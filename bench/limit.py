@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import statistics
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ CATEGORIES = {"image_default": ("nsfw",), "image_strict": ("nsfw", "weapon", "vi
 # raw limit only, since the graph serves the default.
 GEMMA_BLEND = "text_gemma_blend"
 START_TIMEOUT_S = 300
+FAILED = "failed"  # the key of a worker's report when it could not measure (its traceback)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ def measure(processes: int, workloads: list[str], versions: dict[str, str], env:
         worker.start()
     try:
         reports = [results.get(timeout=START_TIMEOUT_S + seconds * len(workloads)) for _ in workers]
+        failed = [report[FAILED] for report in reports if FAILED in report]
+        if failed:
+            raise RuntimeError(f"a raw-limit worker failed:\n{failed[0]}")
     finally:
         for worker in workers:
             worker.join(timeout=30)
@@ -62,6 +67,14 @@ def measure(processes: int, workloads: list[str], versions: dict[str, str], env:
 
 
 def _worker(workloads, versions, env, seconds, barrier, results) -> None:
+    try:
+        _measure_in_worker(workloads, versions, env, seconds, barrier, results)
+    except BaseException:  # a model that fails to load: say why at once, not after the start timeout
+        barrier.abort()
+        results.put({FAILED: traceback.format_exc()})
+
+
+def _measure_in_worker(workloads, versions, env, seconds, barrier, results) -> None:
     os.environ.update(env)  # before numpy/torch load: their thread pools read it once
     import torch
 
