@@ -111,16 +111,14 @@ def _scorers(workloads: list[str], versions: dict[str, str]) -> tuple[dict[str, 
         for name in set(workloads) & set(CATEGORIES):
             score[name] = lambda batch, s=scorer: s.score(batch)
             inputs[name] = [ImageRequest(f, CATEGORIES[name]) for f in frames]
+    text_workloads = {"text": {task: v for task, v in versions.items() if task in TEXT_TASKS}}
     if GEMMA_BLEND in workloads:
-        text_versions = {"text.toxic": gemma_blend_version()}
-        scorer = ModelSet().loaded(wanted_entries({"models": text_versions}, TEXT_TASKS, DEFAULT_REGISTRY)).text_scorer()
-        score[GEMMA_BLEND] = scorer.score
-        inputs[GEMMA_BLEND] = [TextRequest(text, ("toxic",)) for text in TEXTS]
-    if "text" in workloads:
-        text_versions = {task: v for task, v in versions.items() if task in TEXT_TASKS}
-        scorer = ModelSet().loaded(wanted_entries({"models": text_versions}, TEXT_TASKS, DEFAULT_REGISTRY)).text_scorer()
-        score["text"] = scorer.score
-        inputs["text"] = [TextRequest(text, ("toxic",)) for text in TEXTS]
+        text_workloads[GEMMA_BLEND] = {"text.toxic": gemma_blend_version()}
+    for name, text_versions in text_workloads.items():
+        if name in workloads:
+            models = ModelSet().loaded(wanted_entries({"models": text_versions}, TEXT_TASKS, DEFAULT_REGISTRY))
+            score[name] = models.text_scorer().score
+            inputs[name] = [TextRequest(text, ("toxic",)) for text in TEXTS]
     return score, inputs
 
 

@@ -41,20 +41,16 @@ def available(directory: Path | None = None) -> bool:
 
 
 class GemmaEncoder:
-    def __init__(self, directory: str | Path, *, onnx_file: str = ONNX_INT8_FILE, threads: int = 1,
-                 max_tokens: int = MAX_TOKENS):
-        import onnxruntime
+    def __init__(self, directory: str | Path, *, onnx_file: str = ONNX_INT8_FILE, max_tokens: int = MAX_TOKENS):
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
+
+        from models.onnx_session import single_thread_session
 
         directory = Path(directory)
         self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_tokens)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(str(directory / onnx_file), sess_options=options,
-                                                     providers=["CPUExecutionProvider"])
+        self._session = single_thread_session(str(directory / onnx_file))  # one core per replica, as every model
         (first,) = load_file(str(directory / "2_Dense" / "model.safetensors")).values()  # (3072, 768)
         (second,) = load_file(str(directory / "3_Dense" / "model.safetensors")).values()  # (768, 3072)
         self._projection = (second @ first).T.astype(np.float32)

@@ -98,7 +98,7 @@ class GemmaBlendTextModel(TextToxicityModel):
         weights_path = Path(weights or DEFAULT_WEIGHTS)
         base = TextToxicityModel.load(str(weights_path), threads=threads, calibrated=False)
         blend = GemmaBlend.read(weights_path.with_name(BLEND_FILE))
-        model = cls(base, GemmaEncoder(gemma_dir or default_gemma_dir(), threads=threads), blend)
+        model = cls(base, GemmaEncoder(gemma_dir or default_gemma_dir()), blend)
         if calibrated:
             path = weights_path.with_name(BLEND_CALIBRATION_FILE)
             model.calibration = LanguageCalibration.read(path, model.model_version)
