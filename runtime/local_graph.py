@@ -66,8 +66,10 @@ def local_graph(
     admin_server = None
     try:
         # None: as `make serve` would (MODERATION_HAPROXY, read now: the benchmark's levers set it).
-        use_haproxy = Settings().haproxy if haproxy is None else haproxy
-        start_local_ray(Path(workdir), num_cpus=num_cpus, log_to_driver=False, haproxy=use_haproxy)
+        settings = Settings()
+        use_haproxy = settings.haproxy if haproxy is None else haproxy
+        start_local_ray(Path(workdir), num_cpus=num_cpus, log_to_driver=False, haproxy=use_haproxy,
+                        source_limits=settings.source_limits())
         deploy(config)
         wait_until_running(timeout_s=timeout_s)
         base_url = f"http://127.0.0.1:{port}"

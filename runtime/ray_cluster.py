@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from runtime.embedded_store import free_port
 from runtime.haproxy import remove_private_dir, use_haproxy
+from runtime.haproxy_limits import SourceLimits
 
 LOOPBACK = "127.0.0.1"
 # How long a stopping ingress replica keeps serving under Serve's direct ingress, so that HAProxy stops routing to it
@@ -82,20 +83,22 @@ def start_local_ray(
     haproxy: bool = True,
     haproxy_stats_port: int | None = None,
     haproxy_metrics_port: int | None = None,
+    source_limits: SourceLimits = SourceLimits(),
 ) -> None:
     """ray.init() for this machine only, with token authentication.
 
     `metrics_port`: where Ray's metrics agent serves Prometheus text (`/metrics`), Serve's metrics and the
     service's own (deployments/metrics.py) included; on loopback, like the node. None: a port Ray picks.
     `haproxy`: Serve's HAProxy ingress in front of the ingress replicas (runtime/haproxy.py: why, and what it
-    exposes); its stats and exporter ports are free ones unless given.
+    exposes); its stats and exporter ports are free ones unless given, and `source_limits` are its per-address
+    limits (runtime/haproxy_limits.py).
     Ray's session files go to `private_ray_temp_dir(data_dir)`.
     """
     import ray
 
     use_token_auth(data_dir)
     bind_to_loopback()
-    use_serve_ingress(haproxy, haproxy_stats_port, haproxy_metrics_port, data_dir=data_dir)
+    use_serve_ingress(haproxy, haproxy_stats_port, haproxy_metrics_port, data_dir=data_dir, limits=source_limits)
     drop_secrets_from_environment()
     # address="local": always a new instance of our own, never one that another program started on this machine.
     ray.init(
@@ -117,7 +120,12 @@ def drop_secrets_from_environment(environ=os.environ) -> None:
 
 
 def use_serve_ingress(
-    haproxy: bool, stats_port: int | None = None, metrics_port: int | None = None, *, data_dir: Path
+    haproxy: bool,
+    stats_port: int | None = None,
+    metrics_port: int | None = None,
+    *,
+    data_dir: Path,
+    limits: SourceLimits = SourceLimits(),
 ) -> None:
     """Serve's throughput mode, and its HAProxy ingress or not, for the Ray processes about to start.
 
@@ -126,7 +134,7 @@ def use_serve_ingress(
     """
     if haproxy:
         use_haproxy(stats_port=stats_port or free_port(), metrics_port=metrics_port or free_port(),
-                    fallback_port=free_port(), data_dir=data_dir)
+                    fallback_port=free_port(), data_dir=data_dir, limits=limits)
     else:
         os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "0"  # not even one this process inherited
     # Serve's direct ingress and leaner replica threads. Measured by `make bench` beside the plain app: the excess

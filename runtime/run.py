@@ -127,6 +127,7 @@ def _start_graph(settings: Settings, redis_url: str, redis_server: EmbeddedStore
         haproxy=settings.haproxy,
         haproxy_stats_port=settings.haproxy_stats_port,
         haproxy_metrics_port=settings.haproxy_metrics_port,
+        source_limits=settings.source_limits(),
     )
     _stop_on_signals()
     deploy(

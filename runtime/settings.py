@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from moderation.admission import DEFAULT_ADMISSION, AdmissionRules
 from policy.audit import AuditRules
+from runtime.haproxy_limits import SourceLimits
 from policy.review_queue import DAY_S, ReviewRules
 from policy.webhooks import WebhookRules
 from serve_app.deadlines import TimeLimits
@@ -32,6 +33,9 @@ class Settings(BaseSettings):
     haproxy: bool = True
     haproxy_stats_port: int | None = Field(default=None, ge=1, le=65535)
     haproxy_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # HAProxy's per-client-address limits over a sliding 10 s (runtime/haproxy_limits.py); 0 turns one off.
+    unkeyed_requests_per_source: int = Field(default=SourceLimits.unkeyed, ge=0)
+    refused_keys_per_source: int = Field(default=SourceLimits.refused_keys, ge=0)
     # Unset: `make serve` starts an embedded valkey-server (password, loopback) with its files under data_dir.
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     data_dir: Path = PROJECT_ROOT / ".data"
@@ -112,6 +116,10 @@ class Settings(BaseSettings):
             retry_schedule_s=tuple(self.webhook_retry_schedule_s),
             timeout_s=self.webhook_timeout_s,
         )
+
+    def source_limits(self) -> SourceLimits:
+        """HAProxy's per-address limits above, as the launcher takes them."""
+        return SourceLimits(unkeyed=self.unkeyed_requests_per_source, refused_keys=self.refused_keys_per_source)
 
     def time_limits(self) -> TimeLimits:
         """The four time bounds above, as the ingress takes them."""

@@ -2,7 +2,8 @@
 
 - Unauthenticated fan-out: /healthz needs no key. Hundreds of calls at once cost no model call (each ingress
   replica checks the deployments every 2 s whatever the rate; Serve's own request counter of the model
-  deployments shows it), and another account's text is answered within 5 s meanwhile.
+  deployments shows it), HAProxy refuses one address's keyless requests past its limit before the ingress sees
+  them, and another account's text is answered within 5 s meanwhile.
 - A full store: /healthz said 200 while every write failed. It says 503 `store_unavailable` within a few health
   intervals of the store refusing writes, and 200 again within 30 s of room coming back.
 - The review queue fills the store: an account at its cap of pending review items (10,000 by default, 300 here) gets its
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import redis
@@ -24,10 +27,14 @@ from e2e.test_metrics import find, metrics_url, samples
 
 from policy import redis_keys
 from policy.review_queue import ReviewQueue, ReviewRules
+from runtime.haproxy import FALLBACK_RECORD, RUN_DIR
+from runtime.haproxy_limits import MARKER
 
 OTHER_BOUND_S = 5  # another account is answered within this, during and after each attack
 HEALTHY_BOUND_S = 30  # healthy again within this after an attack ends
 HEALTH_CALLS = 400
+FLOOD_CALLERS = 16
+FLOOD_ADDRESS = "127.0.0.2"  # another client address on loopback: the limits are per address
 # Review everything: every text scores at least 0 (review) and below 1 (block), so every text is decided `review`.
 REVIEW_ALL = {
     "mode": "review", "report_threshold": 3,
@@ -57,27 +64,44 @@ def _settled_model_requests(wait_s: float = 12) -> float:
     return _model_requests()
 
 
-def test_many_healthz_calls_cost_no_model_call_and_others_are_served(serve_graph, client, new_key):
+def test_a_keyless_flood_from_one_address_is_refused_by_haproxy_and_others_are_served(serve_graph, client, new_key):
+    """400 `/healthz` calls from 16 callers at one address: HAProxy answers past its per-address limit of keyless
+    requests (runtime/haproxy_limits.py) with 429, so the ingress's event loop sees about 100 of them; none costs a
+    model call; another account's text is answered within 5 s during the flood and after; the flooding address is
+    served again within 30 s of its end."""
     base_url = serve_graph["base_url"]
+    config = next(_haproxy_run_dir(serve_graph["workdir"]).rglob("haproxy.cfg")).read_text()
+    assert MARKER in config  # the graph runs with the limits, as `make serve` does
     other = new_key(account="healthz-other")
     baseline = _timed_text(base_url, other)
     assert baseline[0] == 200
     before, started = _settled_model_requests(), time.monotonic()
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        flood = [pool.submit(httpx.get, f"{base_url}/healthz", timeout=30) for _ in range(HEALTH_CALLS)]
-        status, waited = _timed_text(base_url, other)  # during the flood
-        statuses = [future.result().status_code for future in flood]
-    elapsed = time.monotonic() - started
-    after = _settled_model_requests()
-    print(f"\n{HEALTH_CALLS} /healthz calls in {elapsed:.1f} s; another account's text: {status} in {waited:.2f} s "
-          f"(before the flood: {baseline[1]:.2f} s); "
-          f"model and policy requests meanwhile: {after - before:.0f}")  # fmt: skip
-    assert statuses == [200] * HEALTH_CALLS
-    assert status == 200 and waited < OTHER_BOUND_S
-    # The health loop's own checks (3 deployment calls every 2 s) and the one text (a model and a policy call):
-    # a few dozen at most over the run, never one per /healthz call.
-    assert 0 < after - before < HEALTH_CALLS / 4  # the counter is live (the loop's checks), and small
-    assert _timed_text(base_url, other)[1] < OTHER_BOUND_S  # after
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=FLOOD_ADDRESS), timeout=30) as attacker:
+        with ThreadPoolExecutor(max_workers=FLOOD_CALLERS) as pool:
+            flood = [pool.submit(attacker.get, f"{base_url}/healthz") for _ in range(HEALTH_CALLS)]
+            status, waited = _timed_text(base_url, other)  # during the flood
+            answers = [future.result() for future in flood]
+        elapsed = time.monotonic() - started
+        statuses = Counter(answer.status_code for answer in answers)
+        refused = next(answer for answer in answers if answer.status_code == 429)
+        after = _settled_model_requests()
+        print(f"\n{HEALTH_CALLS} /healthz calls from {FLOOD_CALLERS} callers in {elapsed:.1f} s: {dict(statuses)}; "
+              f"another account's text: {status} in {waited:.2f} s (before the flood: {baseline[1]:.2f} s); "
+              f"model and policy requests meanwhile: {after - before:.0f}")  # fmt: skip
+        assert set(statuses) == {200, 429} and statuses[429] >= HEALTH_CALLS / 2
+        assert refused.json()["error"]["code"] == "rate_limited" and int(refused.headers["Retry-After"]) > 0
+        assert status == 200 and waited < OTHER_BOUND_S
+        # The health loop's own checks (3 deployment calls every 2 s) and the one text (a model and a policy call):
+        # a few dozen at most over the run, never one per /healthz call.
+        assert 0 < after - before < HEALTH_CALLS / 4  # the counter is live (the loop's checks), and small
+        assert _timed_text(base_url, other)[1] < OTHER_BOUND_S  # after
+        _until(lambda: attacker.get(f"{base_url}/healthz").status_code == 200, HEALTHY_BOUND_S, "the address served")
+
+
+def _haproxy_run_dir(data_dir: Path) -> Path:
+    """`<data dir>/hap`, or the short temp dir recorded there when the data dir's path is too long for its sockets."""
+    record = data_dir / FALLBACK_RECORD
+    return Path(record.read_text()) if record.exists() else data_dir / RUN_DIR
 
 
 def _until(check, bound_s: float, what: str):

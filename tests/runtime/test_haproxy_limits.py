@@ -1,0 +1,143 @@
+"""HAProxy's per-address limits (runtime/haproxy_limits.py): the config edit, and the real bundled HAProxy started
+through the launcher, as Ray starts it, in front of a real HTTP server on loopback.
+
+Each loopback address (127.0.0.1, .2, .3) is a client address of its own to HAProxy, so one test has an attacker
+and a bystander."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from runtime.haproxy import verified_binary, write_launcher
+from runtime.haproxy_limits import MARKER, SourceLimits, config_path, frontend_rules, with_source_limits
+
+RAY_LIKE_CONFIG = """global
+    maxconn 100
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend http_frontend
+    bind 127.0.0.1:{port}
+    acl healthcheck path -i /-/healthz
+    default_backend app
+backend app
+    server s1 127.0.0.1:{backend_port}
+"""
+
+
+def test_the_rules_go_right_after_the_frontends_bind_and_only_once():
+    config = RAY_LIKE_CONFIG.format(port=1, backend_port=2)
+    patched = with_source_limits(config, SourceLimits(unkeyed=7, refused_keys=3))
+    lines = patched.splitlines()
+    bind = lines.index("    bind 127.0.0.1:1")
+    assert lines[bind + 1] == f"    {MARKER}"
+    assert lines[lines.index("    acl healthcheck path -i /-/healthz") - 1] == "    http-response sc-inc-gpc(1,0) if { status 401 }"
+    assert "sc_gpc_rate(0,0) gt 7" in patched and "sc_gpc_rate(1,0) gt 3" in patched
+    assert with_source_limits(patched, SourceLimits(unkeyed=7, refused_keys=3)) == patched  # Ray may reuse a file
+
+
+def test_a_limit_of_zero_is_off():
+    assert frontend_rules(SourceLimits(unkeyed=0, refused_keys=0)) == []
+    only_refused = "\n".join(frontend_rules(SourceLimits(unkeyed=0, refused_keys=5)))
+    assert "sc-inc-gpc(0,0)" not in only_refused and "sc_gpc_rate(1,0) gt 5" in only_refused
+
+
+def test_a_config_without_rays_frontend_is_refused_not_started_without_limits():
+    with pytest.raises(ValueError, match="http_frontend"):
+        with_source_limits("global\ndefaults\n    mode http\n", SourceLimits())
+
+
+def test_the_config_is_haproxys_dash_f_argument():
+    assert str(config_path(["-db", "-f", "/run/x.cfg", "-sf", "12"])) == "/run/x.cfg"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class _App(BaseHTTPRequestHandler):
+    """401 for a key that is not `good`, 200 otherwise (what the ingress would answer)."""
+
+    def do_GET(self):
+        keyed = self.headers.get("Authorization")
+        status = 401 if keyed and keyed != "Bearer good" else 200
+        self.send_response(status)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def limited_haproxy(tmp_path):
+    """The bundled HAProxy, started through the launcher with limits of 5 keyless requests and 3 refused keys."""
+    app = ThreadingHTTPServer(("127.0.0.1", 0), _App)
+    threading.Thread(target=app.serve_forever, daemon=True).start()
+    port = _free_port()
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(RAY_LIKE_CONFIG.format(port=port, backend_port=app.server_address[1]))
+    launcher = write_launcher(tmp_path, verified_binary(), SourceLimits(unkeyed=5, refused_keys=3))
+    haproxy = subprocess.Popen([str(launcher), "-db", "-f", str(config)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "HAProxy did not listen within 10 s"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}", config
+    finally:
+        haproxy.terminate()
+        haproxy.wait(timeout=10)
+        app.shutdown()
+
+
+def _client(address: str) -> httpx.Client:
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=5)
+
+
+def test_the_launcher_adds_the_rules_and_runs_the_verified_binary(limited_haproxy):
+    base_url, config = limited_haproxy
+    assert MARKER in config.read_text()
+    with _client("127.0.0.1") as client:
+        assert client.get(f"{base_url}/healthz").status_code == 200
+
+
+def test_keyless_requests_past_the_limit_get_a_429_from_that_address_only(limited_haproxy):
+    base_url, _ = limited_haproxy
+    with _client("127.0.0.2") as attacker, _client("127.0.0.1") as bystander:
+        statuses = [attacker.get(f"{base_url}/healthz").status_code for _ in range(8)]
+        refused = attacker.get(f"{base_url}/healthz")
+        assert statuses == [200] * 5 + [429] * 3
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "10"
+        assert refused.headers["X-Request-ID"] and refused.headers["Content-Type"] == "application/json"
+        assert json.loads(refused.text)["error"]["code"] == "rate_limited"
+        # The same address with a key, and another address without one, are not counted against it.
+        assert attacker.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 200
+        assert bystander.get(f"{base_url}/healthz").status_code == 200
+
+
+def test_an_address_whose_keys_are_refused_is_paused_keys_and_all(limited_haproxy):
+    base_url, _ = limited_haproxy
+    with _client("127.0.0.3") as guesser, _client("127.0.0.1") as bystander:
+        wrong = [guesser.get(f"{base_url}/v1/x", headers={"Authorization": f"Bearer guess{n}"}).status_code
+                 for n in range(6)]  # fmt: skip
+        assert wrong == [401] * 4 + [429] * 2  # the fourth 401 takes the rate past 3
+        assert guesser.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 429
+        assert bystander.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 200
