@@ -1,9 +1,9 @@
 """Per-source limits in HAProxy, before any request reaches the ingress's Python event loop.
 
-Why: the per-account limits (rate, `max_in_flight`, admission) need a key, so a flood without one (`/healthz`, a 404,
-the dashboard's pages) or with made-up keys (each a 401 after a store round trip) was bounded only by what the
-ingress replica's event loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed
-another account's text by 6 s. HAProxy counts, per client address, over a sliding 10 s:
+Why: the per-account limits (rate, `max_in_flight`, admission) need a key, so a flood without one (`/healthz`, a
+404) or with made-up keys (each a 401 after a store round trip) was bounded only by what the ingress replica's event
+loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed another account's text by
+6 s. HAProxy counts, per client address, over a sliding 10 s:
 
 - requests that carry no API key (no `Authorization` header, no `?key=`): past `unkeyed` of them, that address's
   keyless requests are answered 429 `rate_limited` by HAProxy itself, with Retry-After;
