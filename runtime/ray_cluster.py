@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from runtime.embedded_store import free_port
 from runtime.haproxy import remove_private_dir, use_haproxy
-from runtime.haproxy_limits import SourceLimits
+from runtime.haproxy_rules import SourceLimits
 
 LOOPBACK = "127.0.0.1"
 # How long a stopping ingress replica keeps serving under Serve's direct ingress, so that HAProxy stops routing to it
@@ -91,7 +91,7 @@ def start_local_ray(
     service's own (deployments/metrics.py) included; on loopback, like the node. None: a port Ray picks.
     `haproxy`: Serve's HAProxy ingress in front of the ingress replicas (runtime/haproxy.py: why, and what it
     exposes); its stats and exporter ports are free ones unless given, and `source_limits` are its per-address
-    limits (runtime/haproxy_limits.py).
+    limits (runtime/haproxy_rules.py).
     Ray's session files go to `private_ray_temp_dir(data_dir)`.
     """
     import ray

@@ -10,7 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from moderation.admission import DEFAULT_ADMISSION, AdmissionRules
 from policy.audit import AuditRules
-from runtime.haproxy_limits import SourceLimits
+from runtime.haproxy_rules import SourceLimits
 from policy.review_queue import DAY_S, ReviewRules
 from policy.webhooks import WebhookRules
 from serve_app.deadlines import TimeLimits
@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     haproxy: bool = True
     haproxy_stats_port: int | None = Field(default=None, ge=1, le=65535)
     haproxy_metrics_port: int | None = Field(default=None, ge=1, le=65535)
-    # HAProxy's per-client-address limits over a sliding 10 s (runtime/haproxy_limits.py); 0 turns one off.
+    # HAProxy's per-client-address limits over a sliding 10 s (runtime/haproxy_rules.py); 0 turns one off.
     unkeyed_requests_per_source: int = Field(default=SourceLimits.unkeyed, ge=0)
     refused_keys_per_source: int = Field(default=SourceLimits.refused_keys, ge=0)
     # Unset: `make serve` starts an embedded valkey-server (password, loopback) with its files under data_dir.

@@ -194,7 +194,8 @@ _ERROR_WHEN = {
     413: "`image_too_large` or `text_too_long`: over the plan's limit.",
     429: "`rate_limited`, `too_many_requests_in_flight`, `report_limit_exceeded` or `review_queue_full`; see "
          "Retry-After.",
-    503: "`store_unavailable`, `inference_unavailable` or `overloaded`; nothing was decided; see Retry-After.",
+    503: "`store_unavailable`, `inference_unavailable`, `overloaded` or `ingress_unavailable`; nothing was decided; "
+         "see Retry-After.",
 }
 
 

@@ -28,7 +28,7 @@ from e2e.test_metrics import find, metrics_url, samples
 from policy import redis_keys
 from policy.review_queue import ReviewQueue, ReviewRules
 from runtime.haproxy import FALLBACK_RECORD, RUN_DIR
-from runtime.haproxy_limits import MARKER
+from runtime.haproxy_rules import MARKER
 
 OTHER_BOUND_S = 5  # another account is answered within this, during and after each attack
 HEALTHY_BOUND_S = 30  # healthy again within this after an attack ends
@@ -66,7 +66,7 @@ def _settled_model_requests(wait_s: float = 12) -> float:
 
 def test_a_keyless_flood_from_one_address_is_refused_by_haproxy_and_others_are_served(serve_graph, client, new_key):
     """400 `/healthz` calls from 16 callers at one address: HAProxy answers past its per-address limit of keyless
-    requests (runtime/haproxy_limits.py) with 429, so the ingress's event loop sees about 100 of them; none costs a
+    requests (runtime/haproxy_rules.py) with 429, so the ingress's event loop sees about 100 of them; none costs a
     model call; another account's text is answered within 5 s during the flood and after; the flooding address is
     served again within 30 s of its end."""
     base_url = serve_graph["base_url"]

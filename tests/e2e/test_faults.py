@@ -49,16 +49,30 @@ def _until_ok(send, what: str) -> list[int]:
         time.sleep(0.2)
 
 
+def _error_code(response) -> str | None:
+    """The documented error body's code; a body that is not one is named by its content type."""
+    if response.status_code == 200:
+        return None
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return f"not the error shape: {response.headers.get('content-type')} {response.text[:60]!r}"
+
+
 def _load(base_url: str, key: dict, stop: threading.Event, seen: list) -> None:
     """One client sending texts back to back until `stop`: (monotonic time answered, status, error code,
-    Retry-After, seconds it took) of each answer."""
+    Retry-After, seconds it took) of each answer; status 0 for no HTTP answer at all."""
     with httpx.Client(base_url=base_url, timeout=60) as http:
         while not stop.is_set():
             started = time.monotonic()
-            response = _text(http, key)
-            code = response.json().get("error", {}).get("code") if response.status_code != 200 else None
+            try:
+                response = _text(http, key)
+            except httpx.HTTPError as error:
+                seen.append((time.monotonic(), 0, type(error).__name__, None, time.monotonic() - started))
+                continue
             now = time.monotonic()
-            seen.append((now, response.status_code, code, response.headers.get("Retry-After"), now - started))
+            seen.append((now, response.status_code, _error_code(response), response.headers.get("Retry-After"),
+                         now - started))
 
 
 def _start_load(base_url: str, key: dict) -> tuple[threading.Event, list, list[threading.Thread]]:
@@ -132,11 +146,15 @@ def test_the_store_sigkilled_under_load_is_restarted_by_the_supervisor_and_nothi
         time.sleep(0.25)
 
 
-def _text_model_replicas() -> list[dict]:
+def _replicas(deployment: str = "TextModel") -> list[dict]:
     return [
         actor for actor in ray._private.state.actors().values()
-        if actor.get("State") == "ALIVE" and ":TextModel" in actor.get("ActorClassName", "")
+        if actor.get("State") == "ALIVE" and f":{deployment}" in actor.get("ActorClassName", "")
     ]  # fmt: skip
+
+
+def _text_model_replicas() -> list[dict]:
+    return _replicas("TextModel")
 
 
 def test_a_model_replica_sigkilled_under_load_gives_200_or_503_and_serve_replaces_it(
@@ -173,3 +191,40 @@ def test_a_model_replica_sigkilled_under_load_gives_200_or_503_and_serve_replace
     print(f"\nTextModel replica SIGKILLed under load: replaced and healthy {healed_s:.1f} s after the kill; "
           f"{len(seen)} answers, {refused} of them 503")
     assert all(_text(client, key).status_code == 200 for _ in range(3))  # and it keeps serving
+
+
+def test_the_ingress_replica_sigkilled_under_load_gives_200_or_our_503_and_serve_replaces_it(
+    serve_graph, client, admin_client, new_key
+):
+    """The one ModerationIngress replica's process SIGKILLed under load: HAProxy meets a dead connection, then no
+    server, until Serve starts a new replica and Ray reloads HAProxy (through our launcher again). Before our rules
+    HAProxy answered those with Ray's plain-text 500; now each answer is 200 or 503 in the documented error shape
+    with Retry-After (`ingress_unavailable`), never a 500 and never a dropped connection."""
+    plan = {"scope": "both", "monthly_quota": 10_000_000, "rate_per_second": 10_000, "burst": 10_000}
+    assert admin_client.put("/admin/v1/plans/fault-load", json=plan).status_code == 200
+    key = new_key(account="ingress-fault", plan="fault-load")
+    assert _text(client, key).status_code == 200
+    victim = _replicas("ModerationIngress")[0]
+    stop, seen, loaders = _start_load(serve_graph["base_url"], key)
+    try:
+        time.sleep(2)
+        os.kill(victim["Pid"], signal.SIGKILL)
+        killed_at = time.monotonic()
+        while True:
+            replaced = any(r["ActorID"] != victim["ActorID"] for r in _replicas("ModerationIngress"))
+            if replaced and any(t > killed_at + 1 and status == 200 for t, status, *_ in list(seen)[-8:]):
+                if client.get("/healthz").status_code == 200:
+                    break
+            assert time.monotonic() - killed_at < REPLICA_BOUND_S, f"not replaced in time: {seen[-20:]}"
+            time.sleep(0.5)
+        healed_s = time.monotonic() - killed_at
+    finally:
+        stop.set()
+        for loader in loaders:
+            loader.join(timeout=90)
+    refusals = [(status, code, retry_after) for _, status, code, retry_after, _took in seen if status != 200]
+    print(f"\nModerationIngress replica SIGKILLed under load: replaced and healthy {healed_s:.1f} s after the kill; "
+          f"{len(seen)} answers, refusals {sorted(set(refusals))} x{len(refusals)}")
+    for status, code, retry_after in refusals:
+        assert status == 503 and code in ("ingress_unavailable", "overloaded") and int(retry_after) >= 1
+    assert all(_text(client, key).status_code == 200 for _ in range(3))

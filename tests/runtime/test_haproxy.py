@@ -154,7 +154,7 @@ def test_the_ray_processes_get_the_verified_binary_and_ports_of_their_own(clean_
 
     use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
     assert os.environ["RAY_SERVE_ENABLE_HA_PROXY"] == "1"
-    # Ray runs the launcher (runtime/haproxy_limits.py), owner-only in the private dir, which execs the verified binary.
+    # Ray runs the launcher (runtime/haproxy_rules.py), owner-only in the private dir, which execs the verified binary.
     launcher = Path(os.environ["RAY_SERVE_HAPROXY_BINARY_PATH"])
     assert launcher.parent == short_data_dir / RUN_DIR and _mode(launcher) == 0o700
     assert str(verified_binary()) in launcher.read_text()

@@ -1,8 +1,8 @@
-"""HAProxy's per-address limits (runtime/haproxy_limits.py): the config edit, and the real bundled HAProxy started
-through the launcher, as Ray starts it, in front of a real HTTP server on loopback.
+"""Our rules in Ray's HAProxy config (runtime/haproxy_rules.py): the config edit, and the real bundled HAProxy
+started through the launcher, as Ray starts it, in front of a real HTTP server on loopback.
 
 Each loopback address (127.0.0.1, .2, .3) is a client address of its own to HAProxy, so one test has an attacker
-and a bystander."""
+and a bystander. The server answers as the ingress replica would, and as Serve does around it (plain-text 503)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,22 @@ import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
 
 from runtime.haproxy import verified_binary, write_launcher
-from runtime.haproxy_limits import MARKER, SourceLimits, config_path, frontend_rules, with_source_limits
+from runtime.haproxy_rules import MARKER, SourceLimits, config_path, frontend_rules, with_our_rules
 
+# The shape of Ray 2.60's template: its errorfiles turn HAProxy's own errors into a plain-text 500.
 RAY_LIKE_CONFIG = """global
     maxconn 100
 defaults
     mode http
+    errorfile 502 {ray_500}
+    errorfile 503 {ray_500}
+    errorfile 504 {ray_500}
     timeout connect 5s
     timeout client 5s
     timeout server 5s
@@ -35,26 +40,38 @@ backend app
 """
 
 
-def test_the_rules_go_right_after_the_frontends_bind_and_only_once():
-    config = RAY_LIKE_CONFIG.format(port=1, backend_port=2)
-    patched = with_source_limits(config, SourceLimits(unkeyed=7, refused_keys=3))
+def _ray_like_config(tmp_path: Path, port: int, backend_port: int) -> str:
+    ray_500 = tmp_path / "500.http"
+    ray_500.write_text("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n\r\n"
+                       "Internal Server Error")  # fmt: skip
+    return RAY_LIKE_CONFIG.format(port=port, backend_port=backend_port, ray_500=ray_500)
+
+
+def test_the_rules_go_right_after_the_frontends_bind_and_only_once(tmp_path):
+    config = _ray_like_config(tmp_path, 1, 2)
+    limits = SourceLimits(unkeyed=7, refused_keys=3)
+    patched = with_our_rules(config, limits, tmp_path / "ours.http")
     lines = patched.splitlines()
     bind = lines.index("    bind 127.0.0.1:1")
     assert lines[bind + 1] == f"    {MARKER}"
-    assert lines[lines.index("    acl healthcheck path -i /-/healthz") - 1] == "    http-response sc-inc-gpc(1,0) if { status 401 }"
+    assert lines[bind + 1 : bind + 1 + len(frontend_rules(limits))] == [f"    {rule}" for rule in frontend_rules(limits)]
+    assert lines[bind + len(frontend_rules(limits)) + 1] == "    acl healthcheck path -i /-/healthz"
     assert "sc_gpc_rate(0,0) gt 7" in patched and "sc_gpc_rate(1,0) gt 3" in patched
-    assert with_source_limits(patched, SourceLimits(unkeyed=7, refused_keys=3)) == patched  # Ray may reuse a file
+    # HAProxy's own errors come from our file, not Ray's plain-text 500.
+    assert [line for line in lines if "errorfile" in line] == [f"    errorfile {s} {tmp_path / 'ours.http'}" for s in (502, 503, 504)]
+    assert with_our_rules(patched, limits, tmp_path / "ours.http") == patched  # Ray may reuse a file
 
 
-def test_a_limit_of_zero_is_off():
-    assert frontend_rules(SourceLimits(unkeyed=0, refused_keys=0)) == []
+def test_a_limit_of_zero_is_off_and_the_error_answers_stay():
+    rules = "\n".join(frontend_rules(SourceLimits(unkeyed=0, refused_keys=0)))
+    assert "track-sc0" not in rules and "http-response return status 503" in rules
     only_refused = "\n".join(frontend_rules(SourceLimits(unkeyed=0, refused_keys=5)))
     assert "sc-inc-gpc(0,0)" not in only_refused and "sc_gpc_rate(1,0) gt 5" in only_refused
 
 
-def test_a_config_without_rays_frontend_is_refused_not_started_without_limits():
+def test_a_config_without_rays_frontend_is_refused_not_started_without_the_rules(tmp_path):
     with pytest.raises(ValueError, match="http_frontend"):
-        with_source_limits("global\ndefaults\n    mode http\n", SourceLimits())
+        with_our_rules("global\ndefaults\n    mode http\n", SourceLimits(), tmp_path / "ours.http")
 
 
 def test_the_config_is_haproxys_dash_f_argument():
@@ -68,15 +85,23 @@ def _free_port() -> int:
 
 
 class _App(BaseHTTPRequestHandler):
-    """401 for a key that is not `good`, 200 otherwise (what the ingress would answer)."""
+    """401 for a key that is not `good`, 200 otherwise (what the ingress would answer); `/serve-503` as Serve
+    answers for a full replica (plain text), `/app-503` as our app does (JSON)."""
 
     def do_GET(self):
         keyed = self.headers.get("Authorization")
-        status = 401 if keyed and keyed != "Bearer good" else 200
+        status, kind, body = 200, "application/json", b"{}"
+        if keyed and keyed != "Bearer good":
+            status = 401
+        elif self.path == "/serve-503":
+            status, kind, body = 503, "text/plain", b"Request dropped due to backpressure"
+        elif self.path == "/app-503":
+            status, body = 503, b'{"error": {"code": "store_unavailable", "message": "x"}}'
         self.send_response(status)
-        self.send_header("Content-Length", "2")
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(b"{}")
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass
@@ -89,7 +114,7 @@ def limited_haproxy(tmp_path):
     threading.Thread(target=app.serve_forever, daemon=True).start()
     port = _free_port()
     config = tmp_path / "haproxy.cfg"
-    config.write_text(RAY_LIKE_CONFIG.format(port=port, backend_port=app.server_address[1]))
+    config.write_text(_ray_like_config(tmp_path, port, app.server_address[1]))
     launcher = write_launcher(tmp_path, verified_binary(), SourceLimits(unkeyed=5, refused_keys=3))
     haproxy = subprocess.Popen([str(launcher), "-db", "-f", str(config)], start_new_session=True)
     try:
@@ -101,11 +126,12 @@ def limited_haproxy(tmp_path):
             except OSError:
                 assert time.monotonic() < deadline, "HAProxy did not listen within 10 s"
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", config
+        yield f"http://127.0.0.1:{port}", config, app
     finally:
         haproxy.terminate()
         haproxy.wait(timeout=10)
         app.shutdown()
+        app.server_close()
 
 
 def _client(address: str) -> httpx.Client:
@@ -113,14 +139,14 @@ def _client(address: str) -> httpx.Client:
 
 
 def test_the_launcher_adds_the_rules_and_runs_the_verified_binary(limited_haproxy):
-    base_url, config = limited_haproxy
+    base_url, config, _ = limited_haproxy
     assert MARKER in config.read_text()
     with _client("127.0.0.1") as client:
         assert client.get(f"{base_url}/healthz").status_code == 200
 
 
 def test_keyless_requests_past_the_limit_get_a_429_from_that_address_only(limited_haproxy):
-    base_url, _ = limited_haproxy
+    base_url, _, _ = limited_haproxy
     with _client("127.0.0.2") as attacker, _client("127.0.0.1") as bystander:
         statuses = [attacker.get(f"{base_url}/healthz").status_code for _ in range(8)]
         refused = attacker.get(f"{base_url}/healthz")
@@ -134,10 +160,31 @@ def test_keyless_requests_past_the_limit_get_a_429_from_that_address_only(limite
 
 
 def test_an_address_whose_keys_are_refused_is_paused_keys_and_all(limited_haproxy):
-    base_url, _ = limited_haproxy
+    base_url, _, _ = limited_haproxy
     with _client("127.0.0.3") as guesser, _client("127.0.0.1") as bystander:
         wrong = [guesser.get(f"{base_url}/v1/x", headers={"Authorization": f"Bearer guess{n}"}).status_code
                  for n in range(6)]  # fmt: skip
         assert wrong == [401] * 4 + [429] * 2  # the fourth 401 takes the rate past 3
         assert guesser.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 429
         assert bystander.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 200
+
+
+def test_serves_plain_text_refusal_becomes_our_overloaded_and_our_own_json_is_kept(limited_haproxy):
+    base_url, _, _ = limited_haproxy
+    with _client("127.0.0.1") as client:
+        serve = client.get(f"{base_url}/serve-503", headers={"Authorization": "Bearer good"})
+        assert serve.status_code == 503 and serve.headers["Retry-After"] == "1" and serve.headers["X-Request-ID"]
+        assert serve.json()["error"]["code"] == "overloaded"
+        ours = client.get(f"{base_url}/app-503", headers={"Authorization": "Bearer good"})
+        assert ours.status_code == 503 and ours.json()["error"]["code"] == "store_unavailable"
+
+
+def test_with_no_ingress_up_haproxy_answers_503_ingress_unavailable_not_rays_500(limited_haproxy):
+    base_url, _, app = limited_haproxy
+    app.shutdown()
+    app.server_close()  # the backend's port now refuses connections, as while Serve restarts the ingress replica
+    with _client("127.0.0.1") as client:
+        answer = client.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"})
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "1" and answer.headers["X-Request-ID"]
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.json()["error"]["code"] == "ingress_unavailable"

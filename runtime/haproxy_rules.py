@@ -1,0 +1,168 @@
+"""Our rules in Ray's HAProxy config: per-address limits, and HAProxy's own answers in the documented error shape.
+
+**Per-address limits.** The per-account limits (rate, `max_in_flight`, admission) need a key, so a flood without
+one (`/healthz`, a 404) or with made-up keys (each a 401 after a store round trip) was bounded only by what the
+ingress replica's event loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed
+another account's text by 6 s. HAProxy counts, per client address, over a sliding 10 s:
+
+- requests that carry no API key (no `Authorization` header, no `?key=`): past `unkeyed` of them, that address's
+  keyless requests are answered 429 `rate_limited` by HAProxy itself, with Retry-After;
+- answers of 401 (a wrong or revoked key): past `refused_keys` of them, every request from that address is
+  answered 429 the same way until the rate falls back.
+
+Refused requests count too, so an address that keeps flooding stays refused, and one that waits Retry-After is
+served again. Keyed requests of an address with few 401s are never counted: a busy site's backend, one address
+sending all its users' content, meets only its plan's limits.
+
+**Error answers.** Left to Ray's template, what HAProxy says itself (no ingress replica up, one that failed
+mid-request, a timeout) is a plain-text 500, which tells a client its request is wrong for good, and a full
+ingress replica's own refusal (Serve's back-pressure) is a plain-text 503. Both become the documented JSON body
+with Retry-After: 503 `ingress_unavailable` and 503 `overloaded`. A non-JSON 500 (an error Serve caught before our
+app) becomes 500 `internal_error`. Every answer gets an X-Request-ID, HAProxy's own included.
+
+Ray 2.60's template (ray/serve/_private/haproxy_templates.py) has no place for such rules, and Ray writes the
+config again before every HAProxy start and reload. So Ray is pointed at a launcher (`launcher_script`) instead of
+the binary: it adds these rules to the config Ray wrote, then execs the verified binary with Ray's arguments
+unchanged (same process, same command line, so Ray's reloads and `-sf` keep working).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+WINDOW_S = 10
+MARKER = "# moderation-service: our rules (runtime/haproxy_rules.py)"
+ERROR_FILE = "moderation-503.http"
+FRONTEND = "frontend http_frontend"
+RETRY_AFTER_S = WINDOW_S
+
+
+@dataclass(frozen=True)
+class SourceLimits:
+    """Per client address and sliding 10 s window. 0 turns a limit off."""
+
+    unkeyed: int = 100
+    refused_keys: int = 50
+
+
+def _body(code: str, message: str) -> str:
+    return json.dumps({"error": {"code": code, "message": message}})
+
+
+def _refusal(message: str) -> str:
+    return (f"http-request return status 429 content-type application/json hdr Retry-After {RETRY_AFTER_S} "
+            f"string '{_body('rate_limited', message)}'")  # fmt: skip
+
+
+# HAProxy's own errors (Ray's template points 502, 503 and 504 at one plain-text 500): all mean that no ingress
+# replica answered, which a retry fixes once Serve has one up again.
+OWN_ERRORS = (502, 503, 504)
+UNAVAILABLE = _body("ingress_unavailable", "No ingress replica could answer; retry shortly.")
+# A backend answer that is not our JSON: Serve's own, from around our app.
+NOT_OURS = "!{ res.hdr(content-type) -m beg application/json }"
+BACKEND_ANSWERS = [
+    "http-response return status 503 content-type application/json hdr Retry-After 1 "
+    f"string '{_body('overloaded', 'The ingress replica is at capacity; retry shortly.')}' if {{ status 503 }} {NOT_OURS}",
+    "http-response return status 500 content-type application/json "
+    f"string '{_body('internal_error', 'Internal error.')}' if {{ status 500 }} {NOT_OURS}",
+    # Last: on every answer, HAProxy's own and the returns above included.
+    "http-after-response set-header X-Request-ID %[uuid] if !{ res.hdr(x-request-id) -m found }",
+]
+
+
+def error_file(body: str) -> str:
+    """HAProxy's errorfile format: a whole HTTP response, sent as is."""
+    return (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+        f"Cache-Control: no-cache\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+    )
+
+
+def frontend_rules(limits: SourceLimits) -> list[str]:
+    """The lines that go right after the frontend's `bind`, ahead of Ray's own rules."""
+    return [MARKER, *_limit_rules(limits), *BACKEND_ANSWERS]
+
+
+def _limit_rules(limits: SourceLimits) -> list[str]:
+    if not (limits.unkeyed or limits.refused_keys):
+        return []
+    rules = [
+        # gpc 0: keyless requests; gpc 1: 401 answers. An IPv6 table holds IPv4 addresses too.
+        f"stick-table type ipv6 size 100k expire {6 * WINDOW_S}s store gpc(2),gpc_rate(2,{WINDOW_S}s)",
+        "acl mod_keyed req.hdr(authorization) -m found",
+        "acl mod_keyed url_param(key) -m found",
+        "http-request track-sc0 src",
+    ]
+    if limits.unkeyed:
+        rules += [
+            "http-request sc-inc-gpc(0,0) if !mod_keyed",
+            _refusal(f"Over {limits.unkeyed} requests without an API key in {WINDOW_S} s from this address.")
+            + f" if !mod_keyed {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}",
+        ]
+    if limits.refused_keys:
+        rules += [
+            _refusal(f"Over {limits.refused_keys} refused API keys in {WINDOW_S} s from this address.")
+            + f" if {{ sc_gpc_rate(1,0) gt {limits.refused_keys} }}",
+            "http-response sc-inc-gpc(1,0) if { status 401 }",
+        ]
+    return rules
+
+
+def with_our_rules(config: str, limits: SourceLimits, error_path: Path) -> str:
+    """`config` with our frontend rules after the `bind` line of Ray's frontend and HAProxy's own errors answered
+    from `error_path`; unchanged if the rules are there already."""
+    if MARKER in config:
+        return config
+    match = re.search(rf"^{re.escape(FRONTEND)}\n(\s*)bind [^\n]*\n", config, flags=re.MULTILINE)
+    if match is None or not re.search(r"^defaults\n", config, flags=re.MULTILINE):
+        # A template we do not know: starting HAProxy without the rules would be silent, so refuse.
+        raise ValueError(f"no 'defaults' section, or no '{FRONTEND}' section with a bind line, in HAProxy's config")
+    indent = match.group(1)
+    block = "".join(f"{indent}{line}\n" for line in frontend_rules(limits))
+    config = config[: match.end()] + block + config[match.end() :]
+    config = re.sub(rf"^[ \t]*errorfile ({'|'.join(map(str, OWN_ERRORS))}) .*\n", "", config, flags=re.MULTILINE)
+    errorfiles = "".join(f"{indent}errorfile {status} {error_path}\n" for status in OWN_ERRORS)
+    return re.sub(r"^defaults\n", lambda found: found.group(0) + errorfiles, config, count=1, flags=re.MULTILINE)
+
+
+def config_path(haproxy_args: list[str]) -> Path:
+    """The file of HAProxy's `-f` argument (Ray passes exactly one)."""
+    return Path(haproxy_args[haproxy_args.index("-f") + 1])
+
+
+def launcher_script(python: str, binary: Path, limits: SourceLimits) -> str:
+    """A shell script for RAY_SERVE_HAPROXY_BINARY_PATH: runs `launch` with Ray's arguments."""
+    command = [python, "-I", "-m", __name__, str(limits.unkeyed), str(limits.refused_keys), str(binary)]
+    return "#!/bin/sh\nexec " + " ".join(shlex.quote(part) for part in command) + ' "$@"\n'
+
+
+def launch(argv: list[str]) -> None:
+    """argv: unkeyed, refused_keys, the haproxy binary, then Ray's arguments for it."""
+    unkeyed, refused_keys, binary, *haproxy_args = argv
+    limits = SourceLimits(unkeyed=int(unkeyed), refused_keys=int(refused_keys))
+    if "-f" in haproxy_args:
+        path = config_path(haproxy_args)
+        error_path = path.with_name(ERROR_FILE)
+        _replace(error_path, error_file(UNAVAILABLE))
+        config = path.read_text()
+        patched = with_our_rules(config, limits, error_path)
+        if patched != config:
+            _replace(path, patched)
+    os.execv(binary, [binary, *haproxy_args])
+
+
+def _replace(path: Path, text: str) -> None:
+    # Ray rewrites the config before each start; replace a file whole so HAProxy never reads half of it.
+    staged = path.with_name(path.name + ".new")
+    staged.write_text(text)
+    os.replace(staged, path)
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1:])
