@@ -55,10 +55,12 @@ class Plan:
     limit_s: float = 4.0
     hop_calls: int = 40
     metrics_wait_s: float = 6.0  # Ray pushes replica metrics to its endpoint every few seconds
+    overload_rounds: int = 3  # back-to-back pairs (peak concurrency, then 64 clients) per workload, graph only
 
 
 QUICK = Plan(workloads=("text",), concurrency=(1, 8), lever_concurrency=(1,), min_requests=20, max_point_s=2.0,
-             settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0)
+             settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
+             overload_rounds=0)
 FULL = Plan()
 
 
@@ -75,6 +77,7 @@ class Column:
     sockets: list[str] = field(default_factory=list)
     load_cpu_s: float = 0.0
     plain_beside: dict[str, list[Point]] = field(default_factory=dict)  # a lever's: the plain app measured beside it
+    overload: dict[str, list[Point]] = field(default_factory=dict)  # per workload: peak, 64, peak, 64, ... back to back
 
 
 def serve_config() -> dict:
@@ -150,6 +153,29 @@ def side_by_side(targets: dict[str, Target], workloads: dict[str, Workload], pla
     return points
 
 
+def overload_pairs(target: Target, workloads: dict[str, Workload], plan: Plan,
+                   swept: dict[str, list[Point]]) -> dict[str, list[Point]]:
+    """Per workload, `plan.overload_rounds` pairs of points back to back: the sweep's best concurrency below 64, then
+    64 clients. The overload target compares their medians, two measures taken within the same half minute: the
+    sweep's own points lie minutes apart on a shared machine, and drift of 20-30% between them was seen (one run:
+    nsfw images 39.6 req/s at 16 clients, 28.5 at 64; the next, alone, 0.96 of the peak)."""
+    found: dict[str, list[Point]] = {}
+    for name, workload in workloads.items():
+        below = [point for point in swept.get(name, []) if point.concurrency < report.OVERLOAD_CLIENTS]
+        if not below or not plan.overload_rounds:
+            continue
+        peak = max(below, key=lambda point: point.rps).concurrency
+        keys = target.keys[workload.profile]
+        found[name] = [
+            run_point(target.base_url, keys, workload, clients, point_budget(clients, plan.min_requests), plan.max_point_s)
+            for _ in range(plan.overload_rounds)
+            for clients in (peak, report.OVERLOAD_CLIENTS)
+        ]
+        print(f"  graph {name} overload pairs: " + ", ".join(f"c={p.concurrency} {p.rps:.1f}/s" for p in found[name]),
+              flush=True)
+    return found
+
+
 def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan):
     names = list(workloads)
 
@@ -181,6 +207,8 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
             before, cpu = service.scrape(metrics_url), time.process_time()
             points = side_by_side({"graph": target, "plain": plain}, workloads, plan, concurrency)
             column.points = points["graph"]
+            if report.OVERLOAD_CLIENTS in concurrency:
+                column.overload = overload_pairs(target, workloads, plan, column.points)
             column.load_cpu_s = time.process_time() - cpu
             column.replicas_after = service.replica_counts()
             time.sleep(plan.metrics_wait_s)

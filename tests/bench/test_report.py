@@ -52,6 +52,19 @@ def test_the_overload_line_compares_64_clients_with_the_workloads_best_point():
     assert "0.60 of its peak" in line and "7 refused (503)" in line and "missed by 30 points" in line
 
 
+def test_with_back_to_back_pairs_the_target_compares_their_medians_and_the_sweep_is_shown_beside():
+    results = _results_with_graph_points([_point(16, 100), _point(32, 104), _point(64, 70)])  # the sweep: 0.67
+    # Pairs (32 clients, then 64): 90/88, 80/85, 100/60 -> medians 90 and 85.
+    pairs = [_point(32, 90), _point(64, 88), _point(32, 80), _point(64, 85), _point(32, 100), _point(64, 60)]
+    results.columns["graph"].overload = {"text": pairs}
+    [line] = overload_lines(results)
+    assert "85.0 req/s = 0.94 of 90.0 at 32 clients, medians of 3 back-to-back pairs (90.0/88.0, 80.0/85.0, 100.0/60.0)" in line
+    assert "in the sweep 70.0 req/s = 0.67 of its peak (104.0 at 32)" in line and "met" in line and "missed" not in line
+    pairs[3] = _point(64, 70, errors=5)  # medians 90 and 70: 0.78
+    [line] = overload_lines(results)
+    assert "0.78 of 90.0" in line and "5 refused at 64" in line and "missed by 12 points" in line
+
+
 def test_no_64_client_point_no_overload_line():
     assert overload_lines(_results_with_graph_points([_point(16, 100)])) == []
 

@@ -39,3 +39,4 @@ def test_each_workload_body_is_accepted(api, workload):
 def test_the_phone_photos_are_phone_sized():
     sizes = [len(jpeg) for jpeg in phone_jpegs()]
     assert [low * 1_000_000 <= size < high * 1_000_000 for size, (low, high) in zip(sizes, PHONE_PHOTO_MB)] == [True] * 4
+
