@@ -176,15 +176,27 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
         insult = " You are a worthless idiot and everyone here hates you."
         late_insult = long_text()[:20_000 - len(insult)] + insult  # the plan's limit: 20,000 characters
         other = new_key(account="blend-bystander")
+
+        def send_late_insult():
+            return client.post("/v1/moderate-text", headers=headers, json={"text": late_insult})
+
         with ThreadPoolExecutor(3) as pool:
-            longs = [pool.submit(served_version, late_insult) for _ in range(3)]
+            longs = [pool.submit(send_late_insult) for _ in range(3)]
             time.sleep(0.5)
             started = time.monotonic()
             bystander = client.post("/v1/moderate-text", headers=other, json={"text": "see you tomorrow"})
             bystander_s = time.monotonic() - started
-            decisions = [future.result()["decision"] for future in longs]
+            answers = [future.result() for future in longs]
         assert bystander.status_code == 200 and bystander_s < 5.0, (bystander.status_code, bystander_s)
-        assert set(decisions) <= {"review", "block"}, decisions
+        # The three run one after another in the long-text lane, each about 130 windows through both encoders: on a
+        # busy 2-core machine the last can pass the 30 s model bound (observed once; 15 s for all three on a quiet
+        # one) and is then refused as documented, 503 with Retry-After, never decided without the model.
+        decided = [answer.json()["decision"] for answer in answers if answer.status_code == 200]
+        refused = [answer for answer in answers if answer.status_code != 200]
+        assert decided and set(decided) <= {"review", "block"}, [answer.text for answer in answers]
+        for answer in refused:
+            assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1, answer.text
+            assert answer.json()["error"]["code"] in ("inference_unavailable", "overloaded"), answer.text
     finally:
         deploy(serve_graph["config"])
     (text_model,) = [d for d in serve_graph["config"]["applications"][0]["deployments"] if d["name"] == "TextModel"]
