@@ -173,3 +173,19 @@ def test_off_is_off_even_when_this_process_inherited_it_on(clean_ray_environment
     use_serve_ingress(haproxy=False, data_dir=short_data_dir)
     assert os.environ["RAY_SERVE_ENABLE_HA_PROXY"] == "0"
     assert "RAY_SERVE_HAPROXY_BINARY_PATH" not in os.environ
+
+
+def test_the_per_address_limits_reach_the_launcher_ray_runs(clean_ray_environment, short_data_dir):
+    import os
+
+    from runtime.haproxy_rules import SourceLimits
+    from runtime.ray_cluster import use_serve_ingress
+    from runtime.settings import Settings
+
+    clean_ray_environment.setenv("MODERATION_UNKEYED_REQUESTS_PER_SOURCE", "7")
+    clean_ray_environment.setenv("MODERATION_REFUSED_KEYS_PER_SOURCE", "0")
+    limits = Settings().source_limits()
+    assert limits == SourceLimits(unkeyed=7, refused_keys=0)
+    use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir, limits=limits)
+    launcher = Path(os.environ["RAY_SERVE_HAPROXY_BINARY_PATH"]).read_text()
+    assert f"runtime.haproxy_rules 7 0 {verified_binary()}" in launcher

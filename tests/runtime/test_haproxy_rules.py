@@ -97,6 +97,8 @@ class _App(BaseHTTPRequestHandler):
             status, kind, body = 503, "text/plain", b"Request dropped due to backpressure"
         elif self.path == "/app-503":
             status, body = 503, b'{"error": {"code": "store_unavailable", "message": "x"}}'
+        elif self.path == "/serve-500":
+            status, kind, body = 500, "text/plain", b"Internal Server Error"
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
@@ -169,7 +171,7 @@ def test_an_address_whose_keys_are_refused_is_paused_keys_and_all(limited_haprox
         assert bystander.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 200
 
 
-def test_serves_plain_text_refusal_becomes_our_overloaded_and_our_own_json_is_kept(limited_haproxy):
+def test_serves_plain_text_answers_become_our_error_shape_and_our_own_json_is_kept(limited_haproxy):
     base_url, _, _ = limited_haproxy
     with _client("127.0.0.1") as client:
         serve = client.get(f"{base_url}/serve-503", headers={"Authorization": "Bearer good"})
@@ -177,6 +179,8 @@ def test_serves_plain_text_refusal_becomes_our_overloaded_and_our_own_json_is_ke
         assert serve.json()["error"]["code"] == "overloaded"
         ours = client.get(f"{base_url}/app-503", headers={"Authorization": "Bearer good"})
         assert ours.status_code == 503 and ours.json()["error"]["code"] == "store_unavailable"
+        crash = client.get(f"{base_url}/serve-500", headers={"Authorization": "Bearer good"})
+        assert crash.status_code == 500 and crash.json()["error"]["code"] == "internal_error"
 
 
 def test_with_no_ingress_up_haproxy_answers_503_ingress_unavailable_not_rays_500(limited_haproxy):
