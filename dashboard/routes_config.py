@@ -17,11 +17,11 @@ from dashboard.auth import PATH, Viewer, operator
 from dashboard.errors import PageError
 from dashboard.forms import Form, checked_form
 from dashboard.pages import render
-from policy.config_listing import list_live_keys, list_plans, list_profiles
+from store.config_listing import list_live_keys, list_plans, list_profiles
 from policy.types import BETA_CATEGORIES, IMAGE_CATEGORIES, PRIMARY_CATEGORIES, TEXT_CATEGORIES, Plan, Profile
-from serve_app.admin_audit import TARGET_STATE
+from store.audit_log import TARGET_STATE
 from serve_app.auth import services
-from serve_app.routes_admin import NAME_PATTERN
+from policy.names import NAME_PATTERN
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 PLAN_NUMBERS = {"monthly_quota": int, "rate_per_second": float, "burst": int, "image_max_bytes": int,

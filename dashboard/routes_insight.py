@@ -11,13 +11,13 @@ from starlette.responses import Response
 from dashboard.auth import PATH, Viewer, operator, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.pages import render
-from policy import redis_keys
-from policy.config_listing import list_live_keys
-from policy.limits import month_of
-from policy.refusals import RateRefusals
-from policy.review_queue import day_of
+from store import redis_keys
+from store.config_listing import list_live_keys
+from store.quota import month_of
+from store.rate_refusals import RateRefusals
+from store.review_queue import day_of
 from serve_app.auth import services
-from serve_app.routes_admin import STREAM_ID_PATTERN
+from policy.names import STREAM_ID_PATTERN
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 AUDIT_PAGE = 100
@@ -46,7 +46,7 @@ async def accounts_page(request: Request, viewer: Viewer = Depends(operator)) ->
 
 @router.get("/audit")
 async def audit_page(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
-    """Every decision and operator action, newest first (policy/audit.py): moderators see it too, so a decision's
+    """Every decision and operator action, newest first (store/audit_log.py): moderators see it too, so a decision's
     author is never a secret inside the team."""
     before = request.query_params.get("before") or None
     if before is not None and not re.fullmatch(STREAM_ID_PATTERN, before):

@@ -1,5 +1,5 @@
 """Logging in and out. Both are in the audit log, and so is every wrong password (as a 401 of "unauthenticated",
-naming the account tried); past the per-account limit of wrong passwords (policy/sessions.py) the account's logins
+naming the account tried); past the per-account limit of wrong passwords (store/sessions.py) the account's logins
 answer 429 until its window ends."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dashboard.auth import (
 from dashboard.errors import PageError
 from dashboard.forms import CSRF_FIELD, checked_form, read_form
 from dashboard.pages import render
-from serve_app.admin_audit import ACTOR_STATE, TARGET_STATE
+from store.audit_log import ACTOR_STATE, TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 # Before there is a session, the login form's CSRF token is a double-submit cookie: another site's page can neither

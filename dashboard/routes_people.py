@@ -16,8 +16,9 @@ from dashboard.auth import PATH, Viewer, operator, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
-from policy.users import ROLES, USER_NAME_PATTERN, InvalidPassword, UserExists
-from serve_app.admin_audit import TARGET_STATE
+from policy.names import NAME_PATTERN
+from store.users import ROLES, InvalidPassword, UserExists
+from store.audit_log import TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 
@@ -31,7 +32,7 @@ async def users_page(request: Request, viewer: Viewer = Depends(operator)) -> Re
 async def create_user(request: Request, viewer: Viewer = Depends(operator)) -> Response:
     form = await checked_form(request, viewer.session)
     name, role = form.text("name"), form.text("role")
-    if not re.fullmatch(USER_NAME_PATTERN, name) or role not in ROLES:
+    if not re.fullmatch(NAME_PATTERN, name) or role not in ROLES:
         raise PageError(400, "Not created: a name is letters, digits, '.', '_' or '-', and a role is one of "
                              f"{', '.join(ROLES)}.")  # fmt: skip
     setattr(request.state, TARGET_STATE, name)
@@ -46,7 +47,7 @@ async def create_user(request: Request, viewer: Viewer = Depends(operator)) -> R
 
 @router.post("/users/{name}/delete")
 async def delete_user(
-    request: Request, name: str = Path(pattern=USER_NAME_PATTERN), viewer: Viewer = Depends(operator)
+    request: Request, name: str = Path(pattern=NAME_PATTERN), viewer: Viewer = Depends(operator)
 ) -> Response:
     await checked_form(request, viewer.session)
     if name == viewer.user.name:

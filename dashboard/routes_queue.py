@@ -1,7 +1,7 @@
 """The moderators' pages: the queue (oldest first, filtered), an item with what is needed to decide it, the decision
 ("decide and next"), and the moderator's own settings.
 
-Opening a pending item claims it for a few minutes (policy/claims.py); an item another moderator holds is shown
+Opening a pending item claims it for a few minutes (store/review_claims.py); an item another moderator holds is shown
 without its decision buttons, and a decision posted for it anyway is refused (409). A decision is final
 (ReviewQueue.decide) and records who made it and why.
 """
@@ -20,8 +20,8 @@ from dashboard.forms import checked_form
 from dashboard.pages import render
 from dashboard.reasons import REASONS, preselected
 from dashboard.review_view import scored_categories
-from policy.review_browse import QueueFilter
-from policy.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from store.review_browse import QueueFilter
+from store.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, ReviewItem
 from serve_app.auth import services
 

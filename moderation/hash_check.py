@@ -1,7 +1,7 @@
 """The hash bank's step of the moderation flow: an image a moderator already rejected is blocked again.
 
 Beside the models, after them: the PDQ hash comes with the ImageModel's answer (models/image_upload.py), so the
-bank is checked once the image is scored, and a match overrides the profile's decision (policy/hash_bank.py,
+bank is checked once the image is scored, and a match overrides the profile's decision (store/hash_bank.py,
 `blocked_by_hash`). Only a hash of quality `min_quality` or more is matched or kept with a review item.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from moderation.items import Item
 from policy.decisions import Decision
-from policy.hash_bank import BankMatch, HashBank, blocked_by_hash
+from store.hash_bank import BankMatch, HashBank, blocked_by_hash
 
 
 def bankable_hash(scored: object, bank: HashBank | None) -> str | None:

@@ -19,13 +19,24 @@ import time
 
 import uvicorn
 
-from policy.audit import AuditRules
-from policy.webhooks import WebhookRules
+from store.audit_log import AuditRules
+from webhooks.deliveries import WebhookRules
 from runtime.bootstrap import prepare_store
 from runtime.settings import get_settings
 
-from dashboard.app import create_admin_listener_app
+from admin.app import create_admin_app
+from dashboard import install as install_dashboard
+from dashboard.stores import DashboardStores
 from serve_app.services import Services
+
+
+
+def create_admin_listener_app(services: Services, admin_token: str) -> FastAPI:
+    """The admin listener's app: the admin API with the dashboard's pages beside it."""
+    app = create_admin_app(services, admin_token)
+    if services.redis is not None:  # Services without a store connection of their own (tests) get no dashboard
+        install_dashboard(app, DashboardStores.over(services.redis))
+    return app
 
 
 class AdminServer:

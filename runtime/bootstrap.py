@@ -8,7 +8,7 @@ import yaml
 
 from redis.asyncio import Redis
 
-from policy.store import ConfigStore
+from store.config import ConfigStore
 from policy.types import Plan, Profile
 from runtime.settings import Settings
 

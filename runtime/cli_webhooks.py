@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from policy.webhooks import EVENT_TYPES
+from store.webhook_endpoints import EVENT_TYPES
 
 _BY_ID = ("get", "enable", "disable", "delete", "rotate-secret", "deliveries")
 

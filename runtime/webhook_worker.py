@@ -6,7 +6,7 @@ Why a process of its own, started by `make serve` (runtime/webhook_process.py), 
 delivery needs no model and no request path, waits on other people's servers for up to 15 s a try, and must go on
 while the graph is redeployed, scaled or restarted; a Serve deployment would take a replica's CPU share for that and
 be stopped with the graph. Where the graph runs without `make serve` (`serve run`, KubeRay), run this module beside
-it against the same store. Several workers may run at once: each delivery is leased (policy/outbox.py).
+it against the same store. Several workers may run at once: each delivery is leased (store/outbox.py).
 
 Its metrics are on its own Prometheus endpoint (127.0.0.1:MODERATION_WEBHOOK_METRICS_PORT, default 8082; 0: none):
 `moderation_webhook_deliveries_total{outcome}`, `moderation_webhook_attempt_latency_ms`,
@@ -24,10 +24,10 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
-from policy.outbox import Outbox
-from policy.webhooks import WebhookRules
+from store.outbox import Outbox
+from webhooks.deliveries import WebhookRules
 from runtime.settings import get_settings
-from runtime.webhook_sender import WebhookSender
+from webhooks.sender import WebhookSender
 
 log = logging.getLogger("moderation.webhooks")
 

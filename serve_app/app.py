@@ -1,25 +1,15 @@
-"""The FastAPI apps, built by plain factories so tests can drive them without Ray.
+"""The public FastAPI app (the graph's ingress), built by a plain factory so tests can drive it without Ray.
 
-The public app (the graph's ingress) and the admin app (its own listener, started by the
-runner) share the stores but no port: the admin API is never reachable where clients are.
+The admin API is another app (admin/app.py) on a listener of its own: it shares the stores but no port, so it is
+never reachable where clients are.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
-from serve_app import (
-    routes_admin,
-    routes_admin_users,
-    routes_hash_bank,
-    routes_openai,
-    routes_perspective,
-    routes_public,
-    routes_webhooks,
-)
+from serve_app import routes_openai, routes_perspective, routes_public
 from serve_app.access_log import AccessLogMiddleware
-from serve_app.admin_audit import AdminAuditMiddleware
-from serve_app.admin_guard import AdminGuard
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.docs_page import install_docs
 from serve_app.errors import install_error_handlers
@@ -53,22 +43,4 @@ def create_app(services: Services) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi
-    return app
-
-
-def create_admin_app(services: Services, admin_token: str) -> FastAPI:
-    """The admin API alone, for its own listener (loopback by default): never on the public port. The listener
-    serves the dashboard beside it (dashboard.app)."""
-    app = FastAPI(title="Content moderation admin API", version=API_VERSION, openapi_url=None)
-    app.state.services = services
-    app.state.admin_guard = AdminGuard(admin_token)
-    install_error_handlers(app)
-    if services.audit is not None:
-        app.add_middleware(AdminAuditMiddleware, audit=services.audit)  # inside the access log
-    app.add_middleware(AccessLogMiddleware)
-    app.include_router(routes_admin.router)
-    app.include_router(routes_webhooks.router)
-    app.include_router(routes_hash_bank.router)
-    if services.redis is not None:  # the dashboard's users; its pages are added by dashboard.app
-        app.include_router(routes_admin_users.router)
     return app

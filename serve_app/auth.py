@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from moderation.flow import Caller
-from policy.store import Unconfigured
+from store.config import Unconfigured
 from serve_app.errors import RateLimited, StoreUnavailable, Unauthorized
 from serve_app.services import Services, count_rate_refusal
 

@@ -25,7 +25,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from moderation.backends import ModelBackends
-from policy.store_health import probe_writes, used_memory
+from store.health import probe_writes, used_memory
 
 log = logging.getLogger("moderation.health")
 MIB = 1024 * 1024

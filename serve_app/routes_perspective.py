@@ -22,7 +22,7 @@ from moderation.compat_mapping import PERSPECTIVE_ATTRIBUTES, language_code, sen
 from moderation.flow import Caller, Moderated
 from moderation.items import text_item
 from moderation.limits import MAX_SPANS_PER_COMMENT, check_texts
-from policy.feedback import suggestion
+from store.score_suggestions import suggestion
 from serve_app.auth import key_param_caller, services
 from serve_app.bodies import json_bytes_for, read_json
 from serve_app.errors import AttributeNotSupported, CommentEmpty, InvalidRequest, NotFound

@@ -15,15 +15,16 @@ from redis.exceptions import RedisError
 from moderation.admission import AdmissionRules, ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
-from policy.audit import AuditLog, AuditRules
-from policy.feedback import FeedbackStore
-from policy.hash_bank import HashBank
-from policy.limits import Limits
-from policy.outbox import Outbox
-from policy.refusals import RateRefusals
-from policy.review_queue import ReviewQueue, ReviewRules
-from policy.store import ConfigStore
-from policy.webhooks import WebhookRules, WebhookStore
+from store.audit_log import AuditLog, AuditRules
+from store.score_suggestions import FeedbackStore
+from store.hash_bank import HashBank
+from store.quota import Limits
+from store.outbox import Outbox
+from store.rate_refusals import RateRefusals
+from store.review_queue import ReviewQueue, ReviewRules
+from store.config import ConfigStore
+from store.webhook_endpoints import WebhookStore
+from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
 
@@ -101,7 +102,7 @@ class Services:
 
 
 async def count_rate_refusal(services: Services, account: str) -> None:
-    """For the operators' usage page (policy/refusals.py). A store error here must not turn the 429 into a 503."""
+    """For the operators' usage page (store/rate_refusals.py). A store error here must not turn the 429 into a 503."""
     if services.redis is None:
         return
     try:

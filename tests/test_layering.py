@@ -1,11 +1,13 @@
 """The import layering of the top-level packages, so that it cannot silently rot.
 
-Lower layers never import higher ones: `models` and `policy` know nothing of the
-service; `moderation` (the flow) knows no HTTP and no Ray; `serve_app` (HTTP) knows no
-Ray and no process code; `dashboard` (the people's pages on the admin listener) builds on it;
-`runtime` (settings, runner, embedded store, admin listener, CLI)
-starts the graph by its import path and never imports it; `deployments` (Ray shells and the
-builder) sits on top. Tools (`bench`, `training`) may use the layers they measure.
+Lower layers never import higher ones: `models` (the models) and `policy` (the rules: decisions, types, names) know
+nothing of the service; `webhooks` (what a delivery is, how it is signed and sent, which URLs may be called) knows
+no store; `store` (everything kept in Redis) builds on the rules; `moderation` (the flow) knows no HTTP and no Ray;
+`serve_app` (the public HTTP app) knows no Ray and no process code; `admin` (the admin API) and `dashboard` (the
+people's pages) sit side by side on it, and neither imports the other; `runtime` (settings, runner, embedded store,
+the admin listener that joins admin and dashboard, CLI, webhook worker) starts the graph by its import path and never
+imports it; `deployments` (Ray shells and the builder) sits on top. Tools (`bench`, `training`) may use the layers
+they measure.
 """
 
 from __future__ import annotations
@@ -16,20 +18,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+_BELOW_HTTP = {"moderation", "store", "webhooks", "models", "policy"}
 ALLOWED: dict[str, set[str]] = {
     "models": set(),
     "policy": set(),
-    "moderation": {"models", "policy"},
-    "serve_app": {"moderation", "models", "policy"},
-    "dashboard": {"serve_app", "moderation", "models", "policy"},
-    "runtime": {"dashboard", "serve_app", "moderation", "models", "policy"},
-    "deployments": {"runtime", "dashboard", "serve_app", "moderation", "models", "policy"},
+    "webhooks": set(),
+    "store": {"policy", "models", "webhooks"},
+    "moderation": {"models", "policy", "store"},
+    "serve_app": _BELOW_HTTP,
+    "admin": {"serve_app"} | _BELOW_HTTP,
+    "dashboard": {"serve_app"} | _BELOW_HTTP,
+    "runtime": {"admin", "dashboard", "serve_app"} | _BELOW_HTTP,
+    "deployments": {"runtime", "admin", "dashboard", "serve_app"} | _BELOW_HTTP,
     "training": {"models"},
-    "bench": {"runtime", "dashboard", "serve_app", "moderation", "models", "policy"},
+    "bench": {"runtime", "admin", "dashboard", "serve_app"} | _BELOW_HTTP,
 }
 # Third-party frameworks that only some layers may use.
-FRAMEWORKS = {"ray": {"deployments", "runtime", "bench"}, "fastapi": {"serve_app", "dashboard"},
-              "starlette": {"serve_app", "dashboard"}}
+FRAMEWORKS = {"ray": {"deployments", "runtime", "bench"}, "fastapi": {"serve_app", "admin", "dashboard"},
+              "starlette": {"serve_app", "admin", "dashboard"}}
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from models.text_use import pad_batch
+from models.universal_sentence_encoder import pad_batch
 
 
 def masked_bce(logits, y, m, w):

@@ -38,7 +38,7 @@ import torch
 
 from models.text_side_heads import SIDE_HEADS_FILE, document
 from models.text_toxicity import DEFAULT_WEIGHTS, THRESHOLDS_FILE, TextToxicityModel, read_thresholds, split_windows
-from models.text_use import pad_batch, tokenize
+from models.universal_sentence_encoder import pad_batch, tokenize
 from training.finetune import fit_linear, language_weights
 from training.metrics import block_threshold, review_threshold, roc_auc
 from training.text_data import HandwrittenRow, load_comments, load_handwritten_split

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from models.text_toxicity import DEFAULT_WEIGHTS, WINDOW_CHARS, TextToxicityModel, build_classifier, split_windows
-from models.text_use import UseEncoder, load_tokenizer, tokenize
+from models.universal_sentence_encoder import UseEncoder, load_tokenizer, tokenize
 from training.finetune import embed, finetune, fit_linear, language_weights, predict_linear, to_padded
 from training.metrics import block_threshold, review_threshold, roc_auc
 from training.text_data import FINE_LABELS, load_comments

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 from support.api import ADMIN_TOKEN, Api, StubBackends, seeded_api
 
-from dashboard.app import create_admin_listener_app
+from runtime.admin_server import create_admin_listener_app
 from serve_app.services import Services
 
 

@@ -7,9 +7,9 @@ import redis
 from support.api import ADMIN_TOKEN
 from support.dashboard import PASSWORD, csrf_of, log_in, make_user, post_form
 
-from policy import redis_keys
-from policy.sessions import MAX_LOGIN_FAILURES
-from policy.users import verify_password
+from store import redis_keys
+from store.sessions import MAX_LOGIN_FAILURES
+from store.users import verify_password
 
 
 def audit(client) -> list[tuple]:

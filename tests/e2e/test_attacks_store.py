@@ -25,8 +25,8 @@ import redis.asyncio
 from e2e.conftest import E2E_PENDING_CAP
 from e2e.test_metrics import find, metrics_url, samples
 
-from policy import redis_keys
-from policy.review_queue import ReviewQueue, ReviewRules
+from store import redis_keys
+from store.review_queue import ReviewQueue, ReviewRules
 from runtime.haproxy import FALLBACK_RECORD, RUN_DIR
 from runtime.haproxy_rules import MARKER
 

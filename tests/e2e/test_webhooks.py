@@ -13,7 +13,7 @@ import skimage.data
 from PIL import Image
 from support.webhook_receiver import Answer, WebhookReceiver
 
-from policy.webhooks import WebhookRules
+from webhooks.deliveries import WebhookRules
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import free_port
 from runtime.webhook_process import WebhookWorkerProcess

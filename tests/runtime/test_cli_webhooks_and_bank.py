@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from policy.webhooks import WebhookRules
+from webhooks.deliveries import WebhookRules
 from runtime.admin_server import AdminServer
 from runtime.cli import main
 from runtime.embedded_store import free_port

@@ -11,8 +11,8 @@ import pytest
 import redis
 import redis.asyncio
 
-from policy.limits import Limits
-from policy.review_queue import ReviewQueue
+from store.quota import Limits
+from store.review_queue import ReviewQueue
 from runtime import embedded_store
 from runtime.embedded_store import (
     BinaryHashMismatch,

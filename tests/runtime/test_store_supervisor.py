@@ -13,7 +13,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from policy.review_queue import ReviewQueue
+from store.review_queue import ReviewQueue
 from runtime.embedded_store import LOOPBACK, EmbeddedStore
 from runtime.store_supervisor import StoreSupervisor
 

@@ -16,9 +16,10 @@ import pytest
 import redis.asyncio
 from support.webhook_receiver import Answer, WebhookReceiver, event_types
 
-from policy.outbox import Outbox
-from policy.review_queue import ReviewQueue
-from policy.webhooks import WebhookRules, WebhookStore
+from store.outbox import Outbox
+from store.review_queue import ReviewQueue
+from store.webhook_endpoints import WebhookStore
+from webhooks.deliveries import WebhookRules
 from runtime.embedded_store import EmbeddedStore, free_port
 from runtime.settings import PROJECT_ROOT
 from runtime.webhook_worker import WebhookWorker
@@ -153,7 +154,7 @@ async def test_an_event_survives_a_killed_worker_and_a_restarted_store(tmp_path)
             worker = _worker_process(store, metrics_port)
             receiver.wait_for(1)
             # Kill once the 503 is recorded (its retry scheduled): killed mid-attempt, the delivery waits out its
-            # lease (45 s, documented in policy/outbox.py), past this test's wait. A CI run once killed it there.
+            # lease (45 s, documented in store/outbox.py), past this test's wait. A CI run once killed it there.
             await _until_logged(Outbox(client), endpoint.id, attempts=1)
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()

@@ -1,25 +1,4 @@
-"""The FastAPI app against a real redis-server, with in-test model backends (tests/support/api.py)."""
+"""The public app against a real redis-server, with in-test model backends: the shared fixtures of
+tests/support/app_fixtures.py."""
 
-from __future__ import annotations
-
-import pytest
-from support.api import Api, StubBackends, seeded_api
-
-from serve_app.services import Services
-
-
-@pytest.fixture
-def backends() -> StubBackends:
-    return StubBackends()
-
-
-@pytest.fixture
-def api(redis_url: str, backends: StubBackends):
-    services = Services.connect(redis_url, backends, inference_timeout_s=2)
-    with seeded_api(services, backends) as api:
-        yield api
-
-
-@pytest.fixture
-def key(api: Api) -> dict:
-    return api.new_key()
+from support.app_fixtures import api, backends, key  # noqa: F401  (pytest finds fixtures by name)

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from redis.asyncio.connection import AbstractConnection
 from support.api import TEST_THRESHOLDS, StubBackends, assert_error
 
-from policy import redis_keys
+from store import redis_keys
 from serve_app.app import create_app
 from serve_app.services import Services
 

@@ -12,15 +12,15 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.decode_pool import DecodeBusy
 from moderation import errors as flow
-from policy.review_queue import (
+from store.review_queue import (
     InvalidReviewField,
     ReportLimitExceeded,
     ReviewAlreadyDecided,
     ReviewItemNotFound,
     ReviewQueueFull,
 )
-from policy.webhook_urls import UnsafeWebhookUrl
-from policy.webhooks import TooManyEndpoints
+from webhooks.url_guard import UnsafeWebhookUrl
+from store.webhook_endpoints import TooManyEndpoints
 from serve_app import errors
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
 

@@ -14,7 +14,7 @@ import redis.asyncio
 from fastapi.testclient import TestClient
 from support.api import StubBackends, assert_error, public_and_admin
 
-from policy import redis_keys
+from store import redis_keys
 from runtime.embedded_store import EmbeddedStore
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
 from serve_app.services import Services

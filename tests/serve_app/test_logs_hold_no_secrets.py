@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 from support.api import ADMIN_TOKEN, Api
 
-from policy.review_queue import ReviewQueue
+from store.review_queue import ReviewQueue
 
 # Distinctive content: found in a log only if the content itself was logged.
 TEXT_MARKER = "zqxjv-Secret-Comment-Body-7731"

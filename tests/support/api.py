@@ -22,7 +22,8 @@ from policy.decisions import decide
 from models.text_scoring import TextRequest, TextScores
 from runtime.bootstrap import load_plans, load_profiles
 from runtime.settings import PROJECT_ROOT
-from serve_app.app import create_admin_app, create_app
+from admin.app import create_admin_app
+from serve_app.app import create_app
 from serve_app.services import Services
 
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef"

@@ -1,0 +1,331 @@
+"""The Lua scripts of the policy layer: the one place where they live.
+
+Each runs inside Redis as one atomic step; the comment above each says why it has to.
+Key names come in through KEYS (built by `store.redis_keys`), or, where a name is known only
+inside the script, as a prefix in ARGV (also from `store.redis_keys`); numbers go back as strings
+where they are fractional, since Redis would truncate a Lua number to an integer.
+The review scripts also write the item's webhook deliveries (and bank a rejected image's hash) in the same step;
+that Lua lives in `store.lua_outbox`, its arguments at the end of ARGV.
+"""
+
+from store.lua_outbox import EMIT_EVENTS
+
+# Token bucket of one key, the rate limit, taken by AUTHORIZE below. Read, refill, take and write back
+# must be one step: two requests of the same key racing between the read and the write would both
+# spend the same token. A Lua function of its own so that the bucket's arithmetic reads apart from
+# AUTHORIZE's lookups. A refused take spends nothing: asked again at the same time, the bucket
+# answers the same wait.
+# `now` in seconds, or nil for Redis TIME (so all replicas share one clock). Returns 0 when admitted,
+# else the seconds until a token is available.
+_TAKE_RATE_TOKEN = """
+local function take_rate_token(bucket_key, rate, burst, now)
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  local state = redis.call('HMGET', bucket_key, 'tokens', 'ts')
+  local tokens = tonumber(state[1]) or burst
+  local ts = tonumber(state[2]) or now
+  tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
+  local wait = 0
+  if tokens >= 1 then
+    tokens = tokens - 1
+  else
+    wait = (1 - tokens) / rate
+  end
+  redis.call('HSET', bucket_key, 'tokens', string.format('%.17g', tokens),
+             'ts', string.format('%.6f', math.max(now, ts)))
+  -- Once idle long enough to be full again the bucket equals a fresh one, so it can go.
+  redis.call('PEXPIRE', bucket_key, math.ceil(burst / rate * 1000) + 1000)
+  return wait
+end
+"""
+
+# Everything a request needs to know about its caller, in one round trip: the key id under the
+# secret's SHA-256, the key record, its plan and profile, and a token of its rate bucket. One step
+# also means the token is taken at the rate of the plan read with it. A refused key (unknown, gone,
+# revoked) and a key whose plan or profile is missing take no token. Nothing is logged.
+# Only the hash index key is known before the script runs; the record, plan, profile and bucket
+# keys are named after values read inside it, so they are built here from the prefixes in ARGV
+# (`store.redis_keys` defines them) and cannot be declared in KEYS. Redis allows that on a single
+# instance, which is what this service runs on: it does not support Redis Cluster, where such
+# keys could live on another node. The ACL still applies to every key the script touches.
+# KEYS[1] hash index; ARGV[1] key record prefix, ARGV[2] plan prefix, ARGV[3] profile prefix,
+# ARGV[4] rate bucket prefix, ARGV[5] now in seconds ("" = Redis TIME).
+# Returns {"refused"}, {"unconfigured", key JSON} or {"ok", key JSON, plan JSON, profile JSON, wait}
+# (wait as `take_rate_token` returns it: "0" when admitted, else the seconds until a token is available).
+AUTHORIZE = _TAKE_RATE_TOKEN + """
+local key_id = redis.call('GET', KEYS[1])
+if not key_id then
+  return {'refused'}
+end
+local key_json = redis.call('GET', ARGV[1] .. key_id)
+if not key_json then
+  return {'refused'}
+end
+local key = cjson.decode(key_json)
+if key['revoked'] == true then
+  return {'refused'}
+end
+local plan_json = redis.call('GET', ARGV[2] .. key['plan'])
+local profile_json = redis.call('GET', ARGV[3] .. key['profile'])
+if not plan_json or not profile_json then
+  return {'unconfigured', key_json}
+end
+local plan = cjson.decode(plan_json)
+local wait = take_rate_token(ARGV[4] .. key_id, tonumber(plan['rate_per_second']), tonumber(plan['burst']),
+                             tonumber(ARGV[5]))
+return {'ok', key_json, plan_json, profile_json, string.format('%.17g', wait)}
+"""
+
+# Monthly quota: check and take in one step, or concurrent requests would all see room for
+# the last unit and the account would be served past its quota.
+# KEYS[1] month counter; ARGV[1] quota, ARGV[2] unix time at which the counter expires, ARGV[3] units
+# (default 1; a batch takes all its units or none). Returns 1 when they were taken, 0 when they do not fit.
+# With KEYS[2], the account's set of work in progress, the same step also takes a slot in it: ARGV[4] the
+# plan's max_in_flight, ARGV[5] the slot's id, ARGV[6] its lease in seconds. A slot is a member scored by the time
+# its lease ends (Redis TIME, one clock for every replica), so the slot of a replica that died mid-request frees
+# itself. Returns -1, taking nothing, when the account already holds max_in_flight live slots.
+TAKE_QUOTA = """
+if KEYS[2] then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+    return -1
+  end
+end
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local units = tonumber(ARGV[3] or '1')
+if used + units > tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('INCRBY', KEYS[1], units)
+redis.call('EXPIREAT', KEYS[1], ARGV[2])
+if KEYS[2] then
+  local t = redis.call('TIME')
+  local lease = tonumber(ARGV[6])
+  redis.call('ZADD', KEYS[2], tonumber(t[1]) + lease, ARGV[5])
+  redis.call('EXPIRE', KEYS[2], math.ceil(lease) + 1)
+end
+return 1
+"""
+
+# Give units back without going below zero: a separate check and DECR could race another
+# give-back and leave the counter negative, which would hand out an extra unit.
+# KEYS[1] month counter; ARGV[1] units (default 1).
+GIVE_BACK_QUOTA = """
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local units = math.min(used, tonumber(ARGV[1] or '1'))
+if units > 0 then
+  redis.call('DECRBY', KEYS[1], units)
+end
+return 0
+"""
+
+# The review scripts share one layout of the queue's global keys, at an offset into KEYS, and one
+# layout of the queue's arguments, at an offset into ARGV (`ReviewQueue._queue_keys` / `_queue_args`):
+# KEYS[first..first+5] next-id counter, all index, pending / approved / rejected indexes, expiring zset;
+# ARGV[first..first+4] item key prefix, account index prefix, account pending-set prefix, now, prune limit.
+_REVIEW_LAYOUT = """
+local function review_keys(first)
+  return {next_id = KEYS[first], all = KEYS[first + 1], pending = KEYS[first + 2], approved = KEYS[first + 3],
+          rejected = KEYS[first + 4], expiring = KEYS[first + 5]}
+end
+local function review_args(first)
+  return {item_prefix = ARGV[first], account_prefix = ARGV[first + 1], account_pending_prefix = ARGV[first + 2],
+          now = ARGV[first + 3], prune_limit = tonumber(ARGV[first + 4])}
+end
+"""
+
+# Removes the items whose time is over, pending or decided, from every index (their hash has an EXPIREAT of
+# the same time, so the data goes even if nothing prunes). Members of the expiring zset are "{id}:{account}",
+# so no item has to be read. Every script that adds or decides an item prunes up to `prune_limit` after its
+# own writes: each adds at most one item to expire later, so the indexes never fall behind. PRUNE_REVIEW_ITEMS
+# only removes, so it runs on a full store too and gives memory back.
+_PRUNE_EXPIRED = _REVIEW_LAYOUT + """
+local function prune_expired(k, a)
+  local due = redis.call('ZRANGEBYSCORE', k.expiring, '-inf', a.now, 'LIMIT', 0, a.prune_limit)
+  for _, member in ipairs(due) do
+    local sep = string.find(member, ':', 1, true)
+    local id = string.sub(member, 1, sep - 1)
+    local account = string.sub(member, sep + 1)
+    redis.call('ZREM', k.all, id)
+    redis.call('ZREM', k.pending, id)
+    redis.call('ZREM', k.approved, id)
+    redis.call('ZREM', k.rejected, id)
+    redis.call('ZREM', a.account_prefix .. account, id)
+    redis.call('ZREM', a.account_pending_prefix .. account, id)
+    redis.call('DEL', a.item_prefix .. id)
+    redis.call('ZREM', k.expiring, member)
+  end
+  return #due
+end
+"""
+
+# A full store (maxmemory, noeviction) refuses a script's first write only if that write is one that may
+# grow memory (INCR, HSET, ZADD, ...); once a script has written anything, even a ZREM, its later writes are
+# let through past maxmemory, so that no script is left half done. So every script below first checks by
+# reads alone, then makes a growing write first, and prunes (removals) last: a full store refuses the script
+# whole instead of letting it grow past the limit.
+
+# Whether the account already holds `cap` pending items whose time is not over (reads only).
+_PENDING_FULL = """
+local function pending_full(account_pending_key, now, cap)
+  return redis.call('ZCOUNT', account_pending_key, '(' .. now, '+inf') >= cap
+end
+"""
+
+# Writes a pending review item and its indexes, then prunes. Shared by the two scripts that create items so
+# that an item is written one way only; atomic so that no id is ever handed out without its item and indexes.
+# The caller checks `pending_full` first, in the same script, so racing creations never pass the cap.
+# The item expires at `expire_at` unless decided first (DECIDE_REVIEW_ITEM moves its time). Returns the new id.
+_INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + _PENDING_FULL + EMIT_EVENTS + """
+local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at)
+  local id = redis.call('INCR', k.next_id)
+  redis.call('HSET', a.item_prefix .. id, 'data', data, 'status', 'pending')
+  redis.call('EXPIREAT', a.item_prefix .. id, expire_at)
+  redis.call('ZADD', k.all, id, id)
+  redis.call('ZADD', k.pending, id, id)
+  redis.call('ZADD', account_key, id, id)
+  redis.call('ZADD', account_pending_key, expire_at, id)
+  redis.call('ZADD', k.expiring, expire_at, id .. ':' .. account)
+  emit_event(webhook_args(), 'review.created', id, a.item_prefix .. id, account)
+  prune_expired(k, a)
+  return id
+end
+"""
+
+# KEYS[1..6] the queue's keys (above), KEYS[7] the account's index, KEYS[8] its pending set;
+# ARGV[1..5] the queue's arguments, ARGV[6] account, ARGV[7] item data JSON, ARGV[8] unix time the pending
+# item expires, ARGV[9] the account's cap of pending items. Returns the new id, or 0 (nothing written) when
+# the account's pending items are at the cap.
+CREATE_REVIEW_ITEM = _INSERT_REVIEW_ITEM + """
+local a = review_args(1)
+if pending_full(KEYS[8], a.now, tonumber(ARGV[9])) then
+  return 0
+end
+return insert_review_item(review_keys(1), a, KEYS[7], KEYS[8], ARGV[6], ARGV[7], ARGV[8])
+"""
+
+# One report of (account, reference). Counting, the daily caps and escalating must be one step:
+# reports racing past the threshold would otherwise each see "no item yet" and queue the content
+# several times, and racing reports could all pass a cap. A refused report writes nothing.
+# KEYS[1] the reference's counter hash (`count`, `review`), KEYS[2] the account's reports today,
+# KEYS[3] its escalations today, KEYS[4..9] the queue's keys, KEYS[10] the account's index, KEYS[11] its
+# pending set; ARGV[1..5] the queue's arguments, ARGV[6] account, ARGV[7] item data JSON, ARGV[8] unix time
+# a pending item expires, ARGV[9] pending cap, ARGV[10] threshold, ARGV[11] counter TTL seconds, ARGV[12] unix
+# time at which the day counters expire, ARGV[13] reports per day, ARGV[14] escalations per day.
+# Returns {count, review id or 0, refused}: refused is 0, 1 (reports cap), 2 (escalations cap) or 3 (the
+# account's pending items are at their cap).
+REPORT = _INSERT_REVIEW_ITEM + """
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[13]) then
+  return {0, 0, 1}
+end
+local a = review_args(1)
+local state = redis.call('HMGET', KEYS[1], 'count', 'review')
+local count = tonumber(state[1]) or 0
+local review_id = tonumber(state[2])
+if review_id and redis.call('EXISTS', a.item_prefix .. review_id) == 0 then
+  -- The item it escalated to is gone (its time is over): the reference counts afresh.
+  review_id = nil
+  count = 0
+end
+count = count + 1
+local escalate = not review_id and count > tonumber(ARGV[10])
+if escalate and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[14]) then
+  return {count - 1, 0, 2}
+end
+if escalate and pending_full(KEYS[11], a.now, tonumber(ARGV[9])) then
+  return {count - 1, 0, 3}
+end
+redis.call('INCR', KEYS[2])
+redis.call('EXPIREAT', KEYS[2], ARGV[12])
+if escalate then
+  review_id = insert_review_item(review_keys(4), a, KEYS[10], KEYS[11], ARGV[6], ARGV[7], ARGV[8])
+  emit_event(webhook_args(), 'report.escalated', review_id, a.item_prefix .. review_id, ARGV[6])
+  redis.call('INCR', KEYS[3])
+  redis.call('EXPIREAT', KEYS[3], ARGV[12])
+end
+redis.call('DEL', KEYS[1])
+if review_id then
+  redis.call('HSET', KEYS[1], 'count', count, 'review', review_id)
+else
+  redis.call('HSET', KEYS[1], 'count', count)
+end
+redis.call('EXPIRE', KEYS[1], ARGV[11])
+return {count, review_id or 0, 0}
+"""
+
+# pending -> approved | rejected in one step: two moderators deciding the same item at once
+# must not both succeed, and the status indexes must follow the item's status exactly. The
+# decided item leaves its account's pending set and expires after its retention; then up to the
+# prune limit of items whose time is over leave the indexes.
+# KEYS[1] item hash, KEYS[2..7] the queue's keys; ARGV[1..5] the queue's arguments, ARGV[6] new status,
+# ARGV[7] decided_at, ARGV[8] item id, ARGV[9] unix time the decided item expires, ARGV[10] who decided,
+# ARGV[11] the decision's reason code ("" when none).
+# Returns {"ok", the item's fields...}, {"missing"} or {"decided"}.
+DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + EMIT_EVENTS + """
+local k, a = review_keys(2), review_args(1)
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  prune_expired(k, a)
+  return {'missing'}
+end
+if status ~= 'pending' then
+  return {'decided'}
+end
+local account = cjson.decode(redis.call('HGET', KEYS[1], 'data'))['account']
+local index = k.approved
+if ARGV[6] == 'rejected' then
+  index = k.rejected
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[6], 'decided_at', ARGV[7], 'decided_by', ARGV[10], 'reason_code', ARGV[11])
+redis.call('ZADD', index, ARGV[8], ARGV[8])
+redis.call('ZADD', k.expiring, ARGV[9], ARGV[8] .. ':' .. account)
+redis.call('ZREM', k.pending, ARGV[8])
+redis.call('ZREM', a.account_pending_prefix .. account, ARGV[8])
+local w = webhook_args()
+if ARGV[6] == 'rejected' then
+  bank_rejected_image(w, ARGV[8], KEYS[1], account)
+end
+emit_event(w, 'review.decided', ARGV[8], KEYS[1], account)
+local reply = redis.call('HGETALL', KEYS[1])
+table.insert(reply, 1, 'ok')
+redis.call('EXPIREAT', KEYS[1], ARGV[9])
+prune_expired(k, a)
+return reply
+"""
+
+# KEYS[1..6] the queue's keys, ARGV[1..5] the queue's arguments. Returns how many were pruned.
+PRUNE_REVIEW_ITEMS = _PRUNE_EXPIRED + """
+return prune_expired(review_keys(1), review_args(1))
+"""
+
+# A new API key: the record with SET NX, so a (128-bit) id that is already taken is never
+# overwritten; its hash index and the live set in the same step, so a key is never findable
+# by hash without its record. KEYS[1] record, KEYS[2] hash index, KEYS[3] live set;
+# ARGV[1] record JSON, ARGV[2] key id. Returns 1, or 0 when the id or the secret's hash is taken.
+CREATE_API_KEY = """
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return 0
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[2])
+return 1
+"""
+
+# A moderator's claim on a review item (store/review_claims.py): taken if free, or renewed by its holder, in one step so
+# that two moderators opening the item at once cannot both hold it. KEYS[1] the claim key; ARGV[1] who claims,
+# ARGV[2] the claim's length in seconds. Returns {holder, seconds left}: the claimer when taken or renewed.
+CLAIM_REVIEW_ITEM = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then
+  return {holder, redis.call('TTL', KEYS[1])}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return {ARGV[1], tonumber(ARGV[2])}
+"""

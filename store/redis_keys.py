@@ -1,0 +1,277 @@
+"""The one Redis key schema of the policy layer. Every key the service writes is built here.
+
+All keys start with `mod:` so the service can share a Redis with other tenants and an operator can
+see at a glance what belongs to it. Variable parts come last (or after a fixed-width part) so that
+a `:` inside an account name or a reference can never make two different keys collide.
+
+Configuration (`store.config.ConfigStore`), never expires:
+  mod:plan:{name}                 string  Plan as JSON (pydantic `model_dump_json`)
+  mod:profile:{name}              string  Profile as JSON
+  mod:apikey:{key_id}             string  ApiKey as JSON (no secret in it)
+  mod:apikey-sha256:{hex}         string  key id whose secret has this SHA-256; the secret itself is never stored
+  mod:apikeys:live                set     ids of the keys that are not revoked (so counting them is O(1))
+
+Limits: the rate bucket (`ConfigStore.authorize`) and the quota (`store.quota.Limits`):
+  mod:rate:{key_id}               hash    token bucket of one key: `tokens` (float), `ts` (seconds, float);
+                                          expires once idle long enough to be full again
+  mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;
+                                          expires some days after the month ends
+  mod:refusals:rate:{YYYY-MM}:{account}  string  requests of the account refused for their key's rate that
+                                          UTC month (`store.rate_refusals`); expires 40 days after the last one
+
+Review queue (`store.review_queue.ReviewQueue`). Every item expires: a pending one
+`pending_retention_s` after it was queued, a decided one `decided_retention_s` after its decision (EXPIREAT
+on its hash, moved at the decision); then it leaves every index. An account holds at most
+`pending_per_account` pending items:
+  mod:review:next-id              string  counter that hands out review item ids (INCR)
+  mod:review:item:{id}            hash    `data`: the item's immutable fields as JSON (account, reason, kind,
+                                          reference, image_url, scores, model_version, created_at);
+                                          `status`: pending|approved|rejected; `decided_at`: float, once decided
+  mod:review:all                  zset    every item id, score = id (newest first = highest score)
+  mod:review:status:{status}      zset    ids of the items in that status, score = id
+  mod:review:account:{account}    zset    ids of the account's items, score = id
+  mod:review:pending:{account}    zset    ids of the account's pending items, score = unix time it expires;
+                                          its size is what the cap counts
+  mod:review:expiring             zset    `{id}:{account}` of every item, score = unix time it expires;
+                                          whatever is due leaves the indexes at the next creation, decision
+                                          (or prune)
+
+Claims and decisions per hour (`store.review_claims`, `store.review_stats`), expiring:
+  mod:review:claim:{id}           string  the dashboard user who holds the item (opened it); expires after the
+                                          claim's minutes
+  mod:review:decided:{YYYY-MM-DDTHH}  string  decisions made in that UTC hour; expires two days later
+
+Dashboard users and their sessions (`store.users`):
+  mod:user:{name}                 string  User as JSON (role, scrypt password hash, settings); never expires
+  mod:users                       set     every user's name
+  mod:session:{sha256}            string  Session as JSON (user, CSRF token) of the cookie whose SHA-256 this
+                                          is; the cookie itself is never stored; expires with the session
+  mod:login-failures:{name}       string  wrong passwords for the user in the current window; expires with it
+
+Reports (`ReviewQueue.report`), all expiring:
+  mod:reports:ref:{sha256}:{account}      hash    one reference's reports: `count`, and `review` (the id of the
+                                                  item they escalated to, once they have); the reference appears
+                                                  only as the SHA-256 hex of its UTF-8, so a long one costs no
+                                                  memory here; expires `report_counter_ttl_s` after its last report
+  mod:reports:day:{YYYY-MM-DD}:{account}  string  reports the account made that UTC day (capped)
+  mod:escalations:day:{YYYY-MM-DD}:{account} string  review items its reports created that UTC day (capped);
+                                                  both day counters expire a day after their day ends
+
+Health (`store.health`), expiring:
+  mod:health:probe:{name}         string  the write probe of one ingress replica (a time); expires seconds
+                                          after the last probe
+
+Feedback (`store.score_suggestions.FeedbackStore`), expiring:
+  mod:feedback:{account}          list    score suggestions of `comments:suggestscore`, newest first, as JSON
+                                          (`attribute`, `score`, `client_token`, `at`; never the comment's text);
+                                          the newest 10,000 kept; expires 30 days after the last suggestion
+
+Webhooks (`store.webhook_endpoints.WebhookStore`, `store.outbox.Outbox`; the review scripts write deliveries in the step
+that creates or decides an item). At most `max_endpoints_per_account` endpoints per account; a finished delivery
+and an endpoint's log expire `done_retention_s` after their last change:
+  mod:webhooks:account:{account}  set     ids of the account's endpoints
+  mod:webhooks:endpoint:{id}      hash    `json`: url, events, secrets (with the time a rotated-out one expires),
+                                          account, created_at; `enabled`: 1|0; `disabled_reason` (a 410, an admin)
+  mod:webhooks:delivery:{event_id}:{endpoint_id}  hash  `event_id`, `endpoint`, `type`, `body` (the JSON sent, the
+                                          same on every try), `created_at`, `attempts`, `round_start`, `status`
+                                          (pending|delivered|failed|dropped), `next_at`, `last_outcome`, `last_status`
+  mod:webhooks:due                zset    `{event_id}:{endpoint_id}` of every pending delivery, score = its next try
+                                          (a claimed one: the end of its lease)
+  mod:webhooks:undelivered        zset    the same members, score = when each became pending: depth and age metrics
+  mod:webhooks:log:{endpoint_id}  list    the endpoint's delivery attempts as JSON, newest first, capped
+
+Hash bank (`store.hash_bank.HashBank`; DECIDE_REVIEW_ITEM adds a rejected image's hash):
+  mod:hashbank:entries:{account}  hash    PDQ hex -> JSON `review_id` (null for an imported hash), `added_at`
+  mod:hashbank:version:{account}  string  bumped at every change, so a replica's copy of the bank knows it is stale
+
+Admin audit log (`store.audit_log.AuditLog`), bounded and expiring:
+  mod:audit:admin                 stream  one entry per admin change or refused admin token: `at`, `actor`,
+                                          `source`, `action`, `target`, `status` (never a secret or a body);
+                                          the newest `max_entries` kept, older than `retention_s` trimmed,
+                                          the key expires `retention_s` after the last entry
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+PREFIX = "mod:"
+
+# The report script creates items itself and only learns the id inside Redis, so it gets the
+# prefix and appends the id: this constant is the single definition of that key's shape.
+REVIEW_ITEM_PREFIX = f"{PREFIX}review:item:"
+
+
+# The authorize script learns a key's id, plan and profile names inside Redis, so it gets these
+# prefixes and appends the names: each constant is the single definition of its key's shape.
+PLAN_PREFIX = f"{PREFIX}plan:"
+PROFILE_PREFIX = f"{PREFIX}profile:"
+API_KEY_PREFIX = f"{PREFIX}apikey:"
+RATE_BUCKET_PREFIX = f"{PREFIX}rate:"
+
+
+def plan(name: str) -> str:
+    return f"{PLAN_PREFIX}{name}"
+
+
+def profile(name: str) -> str:
+    return f"{PROFILE_PREFIX}{name}"
+
+
+def api_key(key_id: str) -> str:
+    return f"{API_KEY_PREFIX}{key_id}"
+
+
+def api_key_by_hash(secret_sha256_hex: str) -> str:
+    return f"{PREFIX}apikey-sha256:{secret_sha256_hex}"
+
+
+def live_api_keys() -> str:
+    return f"{PREFIX}apikeys:live"
+
+
+def rate_bucket(key_id: str) -> str:
+    return f"{RATE_BUCKET_PREFIX}{key_id}"
+
+
+def quota(account: str, month: str) -> str:
+    """`month` is `YYYY-MM` (UTC); being fixed-width it keeps the account part unambiguous."""
+    return f"{PREFIX}quota:{month}:{account}"
+
+
+def rate_refusals(account: str, month: str) -> str:
+    return f"{PREFIX}refusals:rate:{month}:{account}"
+
+
+def work_in_progress(account: str) -> str:
+    """The account's slots of moderation work in progress (a sorted set: slot id -> end of its lease)."""
+    return f"{PREFIX}inflight:{account}"
+
+
+def review_next_id() -> str:
+    return f"{PREFIX}review:next-id"
+
+
+def review_item(item_id: int) -> str:
+    return f"{REVIEW_ITEM_PREFIX}{item_id}"
+
+
+def review_all() -> str:
+    return f"{PREFIX}review:all"
+
+
+def review_by_status(status: str) -> str:
+    return f"{PREFIX}review:status:{status}"
+
+
+# The decision script prunes the indexes of expired items from inside Redis, by account.
+REVIEW_ACCOUNT_PREFIX = f"{PREFIX}review:account:"
+
+
+def review_by_account(account: str) -> str:
+    return f"{REVIEW_ACCOUNT_PREFIX}{account}"
+
+
+# The scripts take a decided or expired item out of its account's pending set from inside Redis, by account.
+REVIEW_PENDING_ACCOUNT_PREFIX = f"{PREFIX}review:pending:"
+
+
+def review_pending_of(account: str) -> str:
+    return f"{REVIEW_PENDING_ACCOUNT_PREFIX}{account}"
+
+
+def review_expiring() -> str:
+    return f"{PREFIX}review:expiring"
+
+
+def report_counter(account: str, reference: str) -> str:
+    """The reference is hashed: fixed width (so the account part stays unambiguous) and small."""
+    return f"{PREFIX}reports:ref:{hashlib.sha256(reference.encode()).hexdigest()}:{account}"
+
+
+def reports_on_day(account: str, day: str) -> str:
+    """`day` is `YYYY-MM-DD` (UTC)."""
+    return f"{PREFIX}reports:day:{day}:{account}"
+
+
+def escalations_on_day(account: str, day: str) -> str:
+    return f"{PREFIX}escalations:day:{day}:{account}"
+
+
+def health_probe(name: str) -> str:
+    return f"{PREFIX}health:probe:{name}"
+
+
+def feedback(account: str) -> str:
+    return f"{PREFIX}feedback:{account}"
+
+
+def admin_audit() -> str:
+    return f"{PREFIX}audit:admin"
+
+
+# The review scripts write webhook deliveries from inside Redis (store/lua_outbox.py), naming keys from these.
+WEBHOOK_ACCOUNT_PREFIX = f"{PREFIX}webhooks:account:"
+WEBHOOK_ENDPOINT_PREFIX = f"{PREFIX}webhooks:endpoint:"
+WEBHOOK_DELIVERY_PREFIX = f"{PREFIX}webhooks:delivery:"
+
+
+def webhook_endpoints_of(account: str) -> str:
+    return f"{WEBHOOK_ACCOUNT_PREFIX}{account}"
+
+
+def webhook_endpoint(endpoint_id: str) -> str:
+    return f"{WEBHOOK_ENDPOINT_PREFIX}{endpoint_id}"
+
+
+def webhook_delivery(member: str) -> str:
+    """`member` is `{event_id}:{endpoint_id}`, as in the due and undelivered sets."""
+    return f"{WEBHOOK_DELIVERY_PREFIX}{member}"
+
+
+def webhook_due() -> str:
+    return f"{PREFIX}webhooks:due"
+
+
+def webhook_undelivered() -> str:
+    return f"{PREFIX}webhooks:undelivered"
+
+
+def webhook_log(endpoint_id: str) -> str:
+    return f"{PREFIX}webhooks:log:{endpoint_id}"
+
+
+# DECIDE_REVIEW_ITEM adds a rejected image's hash to its account's bank from inside Redis.
+HASH_BANK_PREFIX = f"{PREFIX}hashbank:entries:"
+HASH_BANK_VERSION_PREFIX = f"{PREFIX}hashbank:version:"
+
+
+def hash_bank(account: str) -> str:
+    return f"{HASH_BANK_PREFIX}{account}"
+
+
+def hash_bank_version(account: str) -> str:
+    return f"{HASH_BANK_VERSION_PREFIX}{account}"
+def review_claim(item_id: int) -> str:
+    return f"{PREFIX}review:claim:{item_id}"
+
+
+def review_decided_in_hour(hour: str) -> str:
+    """`hour` is `YYYY-MM-DDTHH` (UTC)."""
+    return f"{PREFIX}review:decided:{hour}"
+
+
+def user(name: str) -> str:
+    return f"{PREFIX}user:{name}"
+
+
+def users() -> str:
+    return f"{PREFIX}users"
+
+
+def session(token_sha256_hex: str) -> str:
+    return f"{PREFIX}session:{token_sha256_hex}"
+
+
+def login_failures(name: str) -> str:
+    return f"{PREFIX}login-failures:{name}"

@@ -1,0 +1,146 @@
+"""The dashboard's named accounts for people: moderators and operators, with scrypt password hashes.
+
+Machines keep the admin token (admin/guard.py); people log in with a name and a password. A password is
+stored only as a scrypt hash (hashlib's, a memory-hard KDF in the standard library, so no extra dependency), with
+its own random salt and its cost parameters beside it, so the cost can be raised later without breaking old hashes.
+Key schema: `store.redis_keys` (mod:user:{name}, mod:users).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from redis.asyncio import Redis
+
+from policy.names import NAME_PATTERN
+from store import redis_keys
+
+Role = Literal["moderator", "operator"]
+ROLES: tuple[Role, ...] = ("moderator", "operator")
+MIN_PASSWORD_CHARS = 10
+# scrypt is fed the whole password; past this it is a denial of service, not a password.
+MAX_PASSWORD_CHARS = 1024
+# OWASP's scrypt floor (N=2^17, r=8, p=1): 128 MiB and about a tenth of a second per hash, which a login can afford
+# and a guesser with a stolen store cannot multiply cheaply.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**17, 8, 1
+SCRYPT_SALT_BYTES, SCRYPT_KEY_BYTES = 16, 32
+
+
+class UserExists(Exception):
+    """A user of this name exists already; nothing was changed."""
+
+
+class InvalidPassword(ValueError):
+    """A password shorter than MIN_PASSWORD_CHARS or longer than MAX_PASSWORD_CHARS."""
+
+
+class User(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    role: Role
+    password_hash: str
+    created_at: float
+    # Moderator wellbeing: queue images are shown blurred and grey until clicked (each user's own setting).
+    blur_images: bool = True
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def hash_password(password: str) -> str:
+    """`scrypt$N$r$p$salt$hash`, salt and hash in base64."""
+    check_password_rules(password)
+    salt = secrets.token_bytes(SCRYPT_SALT_BYTES)
+    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt" or len(password) > MAX_PASSWORD_CHARS:
+            return False
+        computed = _scrypt(password, base64.b64decode(salt), int(n), int(r), int(p))
+    except ValueError:
+        return False
+    return hmac.compare_digest(computed, base64.b64decode(digest))
+
+
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    memory = 128 * r * (n + p + 2)  # what OpenSSL needs; its default ceiling (32 MiB) is below N=2^17
+    return hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=memory, dklen=SCRYPT_KEY_BYTES)
+
+
+def check_password_rules(password: str) -> None:
+    if not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS:
+        raise InvalidPassword(f"A password has {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters.")
+
+
+class UserStore:
+    def __init__(self, redis: Redis):
+        self._redis = redis
+
+    async def create(self, name: str, role: Role, password: str, now: float | None = None) -> User:
+        """Raises UserExists (nothing written) or InvalidPassword."""
+        # In a worker thread: a tenth of a second of scrypt must not stall the listener's other requests.
+        password_hash = await asyncio.to_thread(hash_password, password)
+        user = User(name=name, role=role, password_hash=password_hash, created_at=time.time() if now is None else now)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(redis_keys.user(name), user.model_dump_json(), nx=True)
+            pipe.sadd(redis_keys.users(), name)
+            created, _ = await pipe.execute()
+        if not created:
+            raise UserExists(name)
+        return user
+
+    async def get(self, name: str) -> User | None:
+        raw = await self._redis.get(redis_keys.user(name))
+        return User.model_validate_json(raw) if raw is not None else None
+
+    async def list(self) -> list[User]:
+        names = sorted(await self._redis.smembers(redis_keys.users()))
+        if not names:
+            return []
+        rows = await self._redis.mget([redis_keys.user(name) for name in names])
+        return [User.model_validate_json(raw) for raw in rows if raw is not None]
+
+    async def save(self, user: User) -> None:
+        """Writes a changed user (role, password hash, settings) only if it still exists: a deleted user stays so."""
+        await self._redis.set(redis_keys.user(user.name), user.model_dump_json(), xx=True)
+
+    async def set_password(self, name: str, password: str) -> None:
+        """Raises InvalidPassword (nothing changed)."""
+        password_hash = await asyncio.to_thread(hash_password, password)
+        user = await self.get(name)
+        if user is not None:
+            await self.save(user.model_copy(update={"password_hash": password_hash}))
+
+    async def delete(self, name: str) -> bool:
+        """The user's sessions end with it: every request checks that its session's user still exists."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(redis_keys.user(name))
+            pipe.srem(redis_keys.users(), name)
+            deleted, _ = await pipe.execute()
+        return bool(deleted)
+
+    async def authenticate(self, name: str, password: str) -> User | None:
+        """The user when the password is theirs. An unknown name costs a hash too, so timing does not tell names."""
+        user = await self.get(name)
+        stored = user.password_hash if user is not None else _DECOY_HASH
+        matches = await asyncio.to_thread(verify_password, password, stored)
+        return user if matches and user is not None else None
+
+
+# A hash no password matches (its digest is not scrypt's output of anything we would compute for it): checked for
+# unknown names so that a wrong name takes as long as a wrong password.
+_DECOY_SALT, _DECOY_DIGEST = _b64(b"0" * SCRYPT_SALT_BYTES), _b64(b"1" * SCRYPT_KEY_BYTES)
+_DECOY_HASH = f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_DECOY_SALT}${_DECOY_DIGEST}"

@@ -1,0 +1,203 @@
+"""The admin API: its own app (listener), guarded by MODERATION_ADMIN_TOKEN, throttled on wrong tokens."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from support.api import ADMIN_TOKEN, StubBackends, assert_error
+
+from admin.guard import MAX_FAILURES, AdminGuard
+from admin.app import create_admin_app
+from serve_app.app import create_app
+from serve_app.errors import ApiError
+from serve_app.services import Services
+
+from policy.types import MAX_IMAGE_BYTES, MAX_TEXT_CHARS
+
+PLAN = {"scope": "text", "monthly_quota": 10, "rate_per_second": 1, "burst": 1}
+
+
+def test_the_public_app_never_serves_the_admin_api(redis_url):
+    services = Services.connect(redis_url, StubBackends())
+    with TestClient(create_app(services)) as client:
+        response = client.get("/admin/v1/plans/default", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        assert_error(response, 404, "not_found")
+        assert not [path for path in client.get("/openapi.json").json()["paths"] if path.startswith("/admin")]
+
+
+def from_addresses(app):
+    """The app, seeing each request come from the address in its X-Test-Client header (one event loop for all)."""
+
+    async def wrapped(scope, receive, send):
+        headers = dict(scope.get("headers") or [])
+        address = headers.get(b"x-test-client", b"testclient").decode()
+        await app({**scope, "client": (address, 5000)}, receive, send)
+
+    return wrapped
+
+
+class AsAddress:
+    def __init__(self, client: TestClient, address: str):
+        self.client, self.address = client, address
+
+    def __getattr__(self, method: str):
+        def send(url, headers=None, **kwargs):
+            return getattr(self.client, method)(url, headers={**(headers or {}), "X-Test-Client": self.address}, **kwargs)
+
+        return send
+
+
+def test_a_source_sending_wrong_tokens_is_throttled_and_the_right_token_is_served_from_anywhere(redis_url):
+    """Ten wrong tokens used to pause the admin API for everyone, the right token included."""
+    services = Services.connect(redis_url, StubBackends())
+    right = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    wrong = {"Authorization": "Bearer guess"}
+    with TestClient(from_addresses(create_admin_app(services, ADMIN_TOKEN))) as client:
+        guesser, other = AsAddress(client, "10.0.0.66"), AsAddress(client, "10.0.0.7")
+        for _ in range(MAX_FAILURES):
+            assert_error(guesser.get("/admin/v1/plans/default", headers=wrong), 401, "unauthorized")
+        throttled = guesser.get("/admin/v1/plans/default", headers=wrong)
+        assert_error(throttled, 429, "rate_limited")
+        assert 1 <= int(throttled.headers["retry-after"]) <= 60
+        # The right token is served from the throttled address itself (loopback: the operator shares it) ...
+        assert guesser.get("/admin/v1/plans/nope", headers=right).status_code == 404
+        assert guesser.put("/admin/v1/plans/p1", json=PLAN, headers=right).status_code == 200
+        # ... and from any other address, whose own wrong tokens still get 401, not the guesser's 429.
+        assert other.get("/admin/v1/plans/p1", headers=right).status_code == 200
+        assert_error(other.get("/admin/v1/plans/default", headers=wrong), 401, "unauthorized")
+        assert_error(guesser.get("/admin/v1/plans/default", headers=wrong), 429, "rate_limited")
+
+
+def test_the_throttle_ends_when_the_window_has_room_again():
+    now = [0.0]
+    guard = AdminGuard("t" * 32, max_failures=2, window_s=60, clock=lambda: now[0])
+    for _ in range(2):
+        with pytest.raises(ApiError) as refused:
+            guard.check("guess", "10.0.0.1")
+        assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+    with pytest.raises(ApiError) as refused:
+        guard.check("guess", "10.0.0.1")
+    assert (refused.value.status, refused.value.code) == (429, "rate_limited")
+    guard.check("t" * 32, "10.0.0.1")  # the right token, even now
+    now[0] = 60.5
+    with pytest.raises(ApiError) as refused:
+        guard.check("guess", "10.0.0.1")
+    assert refused.value.status == 401
+
+
+def test_the_throttle_tracks_a_bounded_number_of_sources():
+    guard = AdminGuard("t" * 32, max_failures=1, window_s=60, clock=lambda: 0.0, max_sources=3)
+    for n in range(50):
+        with pytest.raises(ApiError):
+            guard.check("guess", f"10.0.1.{n}")
+    assert len(guard._failures) == 3
+    with pytest.raises(ApiError) as refused:
+        guard.check("guess", "10.0.1.49")  # still tracked: throttled
+    assert refused.value.status == 429
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}])
+def test_admin_api_needs_the_token(api, headers):
+    assert_error(api.client.get("/admin/v1/plans/default", headers=headers), 401, "unauthorized")
+
+
+def test_a_customer_key_is_not_an_admin_token(api, key):
+    assert_error(api.client.get("/admin/v1/plans/default", headers=key), 401, "unauthorized")
+
+
+def test_plan_round_trips(api):
+    api.put_plan("gold", scope="text", monthly_quota=5, rate_per_second=2.5, burst=3, text_max_chars=99)
+    body = api.client.get("/admin/v1/plans/gold", headers=api.admin).json()
+    assert body["scope"] == "text" and body["text_max_chars"] == 99 and body["image_max_bytes"] == 10 * 1024 * 1024
+
+
+def test_profile_round_trips(api):
+    categories = {"nsfw": {"review": 0.1, "block": 0.2}, "toxic": {"review": 0.3, "block": 0.4},
+                  "weapon": {"enabled": True, "review": 0.5, "block": 0.6}}
+    api.put_profile("site-b", mode="review", report_threshold=7, categories=categories)
+    body = api.client.get("/admin/v1/profiles/site-b", headers=api.admin).json()
+    assert body["mode"] == "review" and body["report_threshold"] == 7
+    assert body["categories"]["weapon"] == {"enabled": True, "review": 0.5, "block": 0.6}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"mode": "loud", "categories": {}},
+        {"mode": "enforce", "categories": {"nsfw": {"review": 0.9, "block": 0.1}, "toxic": {"review": 0.1, "block": 0.2}}},
+        {"mode": "enforce", "categories": {"nsfw": {"review": 0.1, "block": 0.2}}},
+        {"mode": "enforce", "categories": {"gore": {"review": 0.1, "block": 0.2}}},
+    ],
+)
+def test_invalid_profile_is_400(api, body):
+    response = api.client.put("/admin/v1/profiles/bad", json=body, headers=api.admin)
+    assert_error(response, 400, "invalid_request")
+
+
+def test_invalid_plan_is_400(api):
+    response = api.client.put("/admin/v1/plans/bad", json={"scope": "video"}, headers=api.admin)
+    assert_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("field, largest", [("image_max_bytes", MAX_IMAGE_BYTES), ("text_max_chars", MAX_TEXT_CHARS)])
+def test_a_plan_limit_above_the_largest_an_operator_may_set_is_400(api, field, largest):
+    plan = {"scope": "both", "monthly_quota": 10, "rate_per_second": 1, "burst": 1}
+    assert_error(api.client.put("/admin/v1/plans/big", json={**plan, field: largest + 1}, headers=api.admin),
+                 400, "invalid_request")
+    api.put_plan("big", **plan, **{field: largest})  # the largest itself is allowed
+
+
+def test_unknown_plan_or_profile_is_404(api):
+    assert_error(api.client.get("/admin/v1/plans/nope", headers=api.admin), 404, "not_found")
+    assert_error(api.client.get("/admin/v1/profiles/nope", headers=api.admin), 404, "not_found")
+
+
+def test_created_key_shows_its_secret_once(api):
+    created = api.client.post(
+        "/admin/v1/keys", json={"account": "a", "profile": "default", "plan": "default"}, headers=api.admin
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert set(body) == {"id", "key", "account", "profile", "plan"}
+    fetched = api.client.get(f"/admin/v1/keys/{body['id']}", headers=api.admin).json()
+    assert body["key"] not in str(fetched)
+
+
+def test_key_for_an_unknown_plan_is_refused(api):
+    response = api.client.post(
+        "/admin/v1/keys", json={"account": "a", "profile": "default", "plan": "nope"}, headers=api.admin
+    )
+    assert_error(response, 400, "invalid_request")
+
+
+def test_revoking_an_unknown_key_is_404(api):
+    assert_error(api.client.delete("/admin/v1/keys/key_000000000000", headers=api.admin), 404, "not_found")
+
+
+def test_reviews_list_filters_by_status_and_account(api, backends):
+    backends.image_scores = {"nsfw": 0.5}
+    alpha, beta = api.new_key(account="alpha"), api.new_key(account="beta")
+    first = api.moderate(alpha).json()["review_id"]
+    api.moderate(alpha)
+    api.moderate(beta)
+    api.client.post(f"/admin/v1/reviews/{first}/decision", json={"status": "approved"}, headers=api.admin)
+    listed = lambda **q: api.client.get("/admin/v1/reviews", params=q, headers=api.admin).json()["items"]
+    assert len(listed(account="alpha")) == 2
+    assert [i["id"] for i in listed(account="alpha", status="approved")] == [first]
+    assert len(listed(status="pending")) == 2
+
+
+def test_decision_must_be_approved_or_rejected(api, key, backends):
+    backends.image_scores = {"nsfw": 0.5}
+    review_id = api.moderate(key).json()["review_id"]
+    response = api.client.post(f"/admin/v1/reviews/{review_id}/decision", json={"status": "pending"}, headers=api.admin)
+    assert_error(response, 400, "invalid_request")
+
+
+def test_account_usage_counts_this_months_moderation_requests(api):
+    headers = api.new_key(account="metered")
+    for _ in range(3):
+        api.moderate_text(headers)
+    api.report(headers, "not-counted")
+    usage = api.client.get("/admin/v1/accounts/metered/usage", headers=api.admin).json()
+    assert usage["used"] == 3 and usage["account"] == "metered" and len(usage["month"]) == 7

@@ -1,0 +1,160 @@
+"""The webhook outbox against a real store: deliveries written in the review scripts' own step, claimed with a lease,
+retried on the schedule, settled once, logged, sent again on request."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from store import redis_keys
+from store.outbox import Outbox
+from webhooks.deliveries import Attempt, next_try_in
+from store.review_queue import ReviewQueue
+from store.webhook_endpoints import WebhookStore
+from webhooks.deliveries import WebhookRules
+
+pytestmark = pytest.mark.anyio
+RULES = WebhookRules(allow_private=True, retry_schedule_s=(0, 5, 300), jitter=0.0)
+
+
+async def _flag(queue: ReviewQueue, account: str = "acme", pdq: str | None = None):
+    return await queue.create(
+        account=account, reason="model_flagged", kind="image", reference="post-1", image_url=None,
+        scores={"nsfw": 0.75}, model_version="nsfw=open-nsfw-1.0", pdq=pdq,
+    )  # fmt: skip
+
+
+async def _endpoint(redis_client, account="acme", events=("review.created", "review.decided", "report.escalated")):
+    endpoint, secret = await WebhookStore(redis_client, RULES).create(account, "http://127.0.0.1:9/hook", list(events))
+    return endpoint, secret
+
+
+async def test_an_item_created_for_an_account_with_an_endpoint_has_its_delivery_from_the_same_step(redis_client):
+    endpoint, _ = await _endpoint(redis_client)
+    item = await _flag(ReviewQueue(redis_client))
+    [delivery] = await Outbox(redis_client, RULES).claim(10)
+    body = json.loads(delivery.body)
+    assert delivery.event_type == "review.created" and delivery.endpoint_id == endpoint.id
+    assert body["type"] == "review.created" and body["timestamp"].endswith("Z")
+    assert body["data"] == {
+        "id": item.id, "reference": "post-1", "status": "pending", "reason": "model_flagged", "kind": "image",
+        "created_at": pytest.approx(item.created_at), "decided_at": None, "categories": {"nsfw": 0.75},
+    }  # fmt: skip
+
+
+async def test_no_endpoint_no_subscription_or_a_disabled_endpoint_writes_no_delivery(redis_client):
+    queue, outbox, store = ReviewQueue(redis_client), Outbox(redis_client, RULES), WebhookStore(redis_client, RULES)
+    await _flag(queue)  # no endpoint at all
+    decided_only, _ = await _endpoint(redis_client, events=["review.decided"])
+    await _flag(queue)
+    assert await outbox.claim(10) == []
+    await store.update(decided_only.id, enabled=False)
+    item = await _flag(queue)
+    await queue.decide(item.id, "approved")
+    assert await outbox.claim(10) == []
+    await store.update(decided_only.id, enabled=True)
+    item = await _flag(queue)
+    await queue.decide(item.id, "rejected")
+    [delivery] = await outbox.claim(10)
+    assert json.loads(delivery.body)["data"]["status"] == "rejected"
+
+
+async def test_a_decision_and_an_escalation_write_their_events_with_distinct_ids(redis_client):
+    await _endpoint(redis_client)
+    queue, outbox = ReviewQueue(redis_client), Outbox(redis_client, RULES)
+    escalated = await queue.report(account="acme", reference="post-9", image_url=None, threshold=0)
+    await queue.decide(escalated.review_id, "approved")
+    deliveries = await outbox.claim(10)
+    assert sorted(d.event_type for d in deliveries) == ["report.escalated", "review.created", "review.decided"]
+    assert len({d.event_id for d in deliveries}) == 3
+    decided = next(d for d in deliveries if d.event_type == "review.decided")
+    assert json.loads(decided.body)["data"]["decided_at"] is not None
+
+
+async def test_a_claimed_delivery_is_leased_then_retried_on_the_schedule_then_fails(redis_client):
+    await _endpoint(redis_client)
+    await _flag(ReviewQueue(redis_client))
+    outbox, t0 = Outbox(redis_client, RULES), time.time() + 1
+    [delivery] = await outbox.claim(10, now=t0)
+    assert await outbox.claim(10, now=t0 + outbox.lease_s - 1) == []  # leased
+    logged = await outbox.record(delivery, Attempt("http_error", status=503), now=t0)
+    assert logged.next_try_at == pytest.approx(t0 + 5)  # the schedule's second wait
+    assert await outbox.claim(10, now=t0 + 4) == []
+    [again] = await outbox.claim(10, now=t0 + 5)
+    logged = await outbox.record(again, Attempt("http_error", status=500, retry_after_s=900), now=t0 + 5)
+    assert logged.next_try_at == pytest.approx(t0 + 905)  # Retry-After above the schedule's 300 s wins
+    [third] = await outbox.claim(10, now=t0 + 905)
+    assert (await outbox.record(third, Attempt("timeout"), now=t0 + 905)).next_try_at is None  # schedule spent
+    assert await outbox.claim(10, now=t0 + 10**6) == []
+    assert (await outbox.delivery_status(third.endpoint_id, third.event_id))["status"] == "failed"
+    assert await outbox.backlog() == (0, 0.0)
+    log = await outbox.log(third.endpoint_id)
+    assert [(e.attempt, e.outcome, e.status) for e in log] == [(3, "timeout", None), (2, "http_error", 500),
+                                                               (1, "http_error", 503)]  # fmt: skip
+
+
+async def test_a_410_drops_the_delivery_and_disables_the_endpoint_and_redelivery_starts_again(redis_client):
+    endpoint, _ = await _endpoint(redis_client)
+    await _flag(ReviewQueue(redis_client))
+    outbox = Outbox(redis_client, RULES)
+    [delivery] = await outbox.claim(10)
+    await outbox.record(delivery, Attempt("gone", status=410, disable_endpoint=True, final=True))
+    stored = await WebhookStore(redis_client, RULES).get(endpoint.id)
+    assert not stored.enabled and "410" in stored.disabled_reason
+    assert (await outbox.delivery_status(endpoint.id, delivery.event_id))["status"] == "dropped"
+    assert await outbox.redeliver(endpoint.id, delivery.event_id) is True
+    assert await outbox.redeliver(endpoint.id, "msg_unknown") is False
+    [again] = await outbox.claim(10)
+    assert again.event_id == delivery.event_id and again.round_start == again.attempts == 1
+    assert again.endpoint is not None and not again.endpoint.enabled
+
+
+async def test_the_backlog_counts_pending_deliveries_and_the_oldest_ones_age(redis_client):
+    await _endpoint(redis_client)
+    await _endpoint(redis_client)
+    await _flag(ReviewQueue(redis_client))
+    depth, age = await Outbox(redis_client, RULES).backlog(now=10**10)
+    assert depth == 2 and age > 0
+
+
+def test_the_default_schedule_is_standard_webhooks_and_jitter_stays_within_its_share():
+    rules = WebhookRules()
+    assert rules.retry_schedule_s == (0, 5, 300, 1800, 7200, 18000, 36000, 36000)
+    assert sum(rules.retry_schedule_s) / 3600 == pytest.approx(27.6, abs=0.1)  # the last try ~28 h after the event
+    rng = random.Random(1)
+    waits = [next_try_in(rules, 2, None, rng) for _ in range(200)]
+    assert 270 <= min(waits) < 300 < max(waits) <= 330
+    assert next_try_in(rules, len(rules.retry_schedule_s), None, rng) is None
+    assert next_try_in(rules, 1, 10**9, rng) == rules.max_retry_after_s
+
+
+async def test_a_rejected_item_with_a_hash_joins_its_accounts_bank_in_the_decisions_step(redis_client):
+    queue = ReviewQueue(redis_client)
+    pdq = "f" * 32 + "0" * 32
+    approved, rejected = await _flag(queue, pdq=pdq), await _flag(queue, pdq=pdq)
+    await queue.decide(approved.id, "approved")
+    assert await redis_client.hlen(redis_keys.hash_bank("acme")) == 0
+    await queue.decide(rejected.id, "rejected")
+    entry = json.loads(await redis_client.hget(redis_keys.hash_bank("acme"), pdq))
+    assert entry["review_id"] == rejected.id
+    assert await redis_client.get(redis_keys.hash_bank_version("acme")) == "1"
+    assert (await queue.get(rejected.id)).pdq == pdq
+
+
+async def test_a_text_items_kept_text_and_its_moderators_name_never_reach_a_webhook(redis_client):
+    await _endpoint(redis_client)
+    queue, outbox = ReviewQueue(redis_client), Outbox(redis_client, RULES)
+    words = "zqxjv the user's own words"
+    item = await queue.create(account="acme", reason="model_flagged", kind="text", reference="comment-7",
+                              image_url=None, scores={"toxic": 0.6}, model_version="text-1", text=words)  # fmt: skip
+    assert (await queue.get(item.id, account="acme")).text == words  # kept for the moderator
+    await queue.decide(item.id, "rejected", decided_by="olga-the-moderator", reason_code="harassment")
+    deliveries = await outbox.claim(10)
+    assert sorted(d.event_type for d in deliveries) == ["review.created", "review.decided"]
+    for delivery in deliveries:
+        assert b"zqxjv" not in delivery.body and b"olga" not in delivery.body
+        assert set(json.loads(delivery.body)["data"]) == {"id", "reference", "status", "reason", "kind", "created_at",
+                                                          "decided_at", "categories"}  # fmt: skip

@@ -1,0 +1,130 @@
+"""One webhook attempt: sign, check where it goes, POST, and say what happened (`store.outbox.Attempt`).
+
+Outbound safety (SECURITY.md, Outbound requests): the URL's host is resolved afresh at every attempt and every
+address checked (`webhooks.url_guard`), and the request goes to the address that was checked (the URL's host
+travels as the Host header and, over TLS, as the SNI name the certificate is verified against), so DNS cannot swap
+in an internal address between the check and the connection. A redirect is followed only to the same scheme, host
+and port (at most `MAX_REDIRECTS`); anywhere else it is an attempt that failed. The answer's body is never read.
+One attempt has `timeout_s` in all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from email.utils import parsedate_to_datetime
+from urllib.parse import urljoin
+
+import httpx
+
+from webhooks.deliveries import DELIVERED, Attempt, Delivery, WebhookRules
+from webhooks.signing import webhook_headers
+from webhooks.url_guard import UnsafeWebhookUrl, WebhookTarget, allowed_addresses, parse_webhook_url
+
+MAX_REDIRECTS = 3
+REDIRECTS = (301, 302, 303, 307, 308)
+GONE = 410
+USER_AGENT = "moderation-service-webhooks/1"
+
+
+def retry_after_s(value: str | None, now: float) -> float | None:
+    """Seconds from a Retry-After header (seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _pinned_url(target: WebhookTarget, address: str) -> str:
+    host = f"[{address}]" if isinstance(ipaddress.ip_address(address), ipaddress.IPv6Address) else address
+    return f"{target.scheme}://{host}:{target.port}{target.path}"
+
+
+def _host_header(target: WebhookTarget) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    default = {"http": 80, "https": 443}[target.scheme]
+    return host if target.port == default else f"{host}:{target.port}"
+
+
+class WebhookSender:
+    def __init__(self, rules: WebhookRules, client: httpx.AsyncClient | None = None):
+        self.rules = rules
+        # No redirects followed by httpx (this class decides), no proxy from the environment, no cookies kept.
+        self._client = client or httpx.AsyncClient(follow_redirects=False, trust_env=False)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def send(self, delivery: Delivery) -> Attempt:
+        endpoint = delivery.endpoint
+        if endpoint is None:
+            return Attempt("endpoint_deleted", final=True)
+        if not endpoint.enabled:
+            return Attempt("endpoint_disabled", final=True)
+        started = time.perf_counter()
+        try:
+            following = self._follow(endpoint.url, endpoint.secrets, delivery)
+            attempt = await asyncio.wait_for(following, self.rules.timeout_s)
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            attempt = Attempt("timeout", error=f"no answer within {self.rules.timeout_s:g} s")
+        except httpx.HTTPError as exc:
+            attempt = Attempt("connect_error", error=type(exc).__name__)
+        latency_ms = (time.perf_counter() - started) * 1000
+        return Attempt(**{**attempt.__dict__, "latency_ms": latency_ms})
+
+    async def _follow(self, url: str, live_secrets: list[str], delivery: Delivery) -> Attempt:
+        first_origin = None
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                target = parse_webhook_url(url)
+                addresses = await asyncio.to_thread(allowed_addresses, target, allow_private=self.rules.allow_private)
+            except UnsafeWebhookUrl as exc:
+                return Attempt("unsafe_url", error=str(exc))
+            except OSError:
+                return Attempt("dns_error", error="the host does not resolve")
+            first_origin = first_origin or target.origin
+            if target.origin != first_origin:
+                return Attempt("redirect_refused", error="a redirect to another host is not followed")
+            status, location, retry_after = await self._post(target, addresses[0], live_secrets, delivery)
+            if status in REDIRECTS and location:
+                url = urljoin(url, location)
+                continue
+            return _classified(status, retry_after)
+        return Attempt("redirect_refused", error=f"more than {MAX_REDIRECTS} redirects")
+
+    async def _post(
+        self, target: WebhookTarget, address: str, live_secrets: list[str], delivery: Delivery
+    ) -> tuple[int, str | None, float | None]:
+        """POSTs to the checked address; the status, the Location and the Retry-After (seconds), body unread."""
+        headers = {
+            **webhook_headers(live_secrets, delivery.event_id, int(time.time()), delivery.body),
+            "host": _host_header(target), "user-agent": USER_AGENT,
+        }  # fmt: skip
+        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        request = self._client.build_request(
+            "POST", _pinned_url(target, address), headers=headers, content=delivery.body,
+            timeout=self.rules.timeout_s, extensions=extensions,
+        )  # fmt: skip
+        response = await self._client.send(request, stream=True)
+        try:
+            return response.status_code, response.headers.get("location"), retry_after_s(
+                response.headers.get("retry-after"), time.time()
+            )
+        finally:
+            await response.aclose()
+
+
+def _classified(status: int, retry_after: float | None) -> Attempt:
+    if 200 <= status < 300:
+        return Attempt(DELIVERED, status=status, final=True)
+    if status == GONE:
+        return Attempt("gone", status=status, disable_endpoint=True, final=True, error="the receiver answered 410 Gone")
+    if status in REDIRECTS:
+        return Attempt("http_error", status=status, error="a redirect without a Location")
+    return Attempt("http_error", status=status, retry_after_s=retry_after)

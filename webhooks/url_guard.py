@@ -1,0 +1,103 @@
+"""Which webhook URLs the service may call: the outbound rule that keeps a tenant from reaching the service's insides.
+
+A webhook URL is chosen by whoever manages an account's endpoints, and the delivery worker calls it from inside the
+operator's network. So: `http` or `https` only, no user name or password in it, and every address its host resolves
+to must be a public one: loopback, private (RFC 1918, fc00::/7), link-local (169.254.0.0/16, where cloud metadata
+services answer, and fe80::/10), carrier-grade NAT, multicast, reserved and unspecified addresses are refused, unless
+the operator sets MODERATION_WEBHOOK_ALLOW_PRIVATE (for a receiver on the same machine or network, and the tests).
+
+The rule is applied twice: when an endpoint is created or changed (a clear 400), and at every delivery, after a fresh
+DNS lookup, by the worker, which then connects to the very address it checked (webhooks/sender.py), so a name
+that resolves to a public address at creation and to 127.0.0.1 later (DNS rebinding) is still refused.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+MAX_URL_CHARS = 2048
+SCHEMES = {"http": 80, "https": 443}
+
+
+class UnsafeWebhookUrl(ValueError):
+    """A URL the worker must not call; the message says why (no secret in it)."""
+
+
+@dataclass(frozen=True)
+class WebhookTarget:
+    scheme: str
+    host: str  # as written in the URL, lowercased; IPv6 without brackets
+    port: int
+    path: str  # path and query, at least "/"
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return self.scheme, self.host, self.port
+
+
+def parse_webhook_url(url: str) -> WebhookTarget:
+    """The URL's parts; raises UnsafeWebhookUrl for anything but a plain http(s) URL with a host."""
+    if len(url) > MAX_URL_CHARS:
+        raise UnsafeWebhookUrl(f"A webhook URL is at most {MAX_URL_CHARS} characters.")
+    if any(ord(c) < 33 or ord(c) == 127 for c in url):
+        raise UnsafeWebhookUrl("A webhook URL must not contain spaces or control characters.")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise UnsafeWebhookUrl("A webhook URL must start with http:// or https://.")
+    if parts.username is not None or parts.password is not None:
+        raise UnsafeWebhookUrl("A webhook URL must not carry a user name or password; sign with the secret instead.")
+    try:
+        port = parts.port or SCHEMES[scheme]
+    except ValueError as exc:
+        raise UnsafeWebhookUrl("The webhook URL's port is not a number from 1 to 65535.") from exc
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise UnsafeWebhookUrl("A webhook URL needs a host.")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return WebhookTarget(scheme=scheme, host=host, port=port, path=path)
+
+
+def is_public_address(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip in ipaddress.ip_network("100.64.0.0/10"):  # carrier-grade NAT: not global, yet not is_private
+        return False
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_unspecified)
+
+
+def resolve(target: WebhookTarget) -> list[str]:
+    """Every address the host resolves to (an IP literal resolves to itself); raises OSError when none."""
+    infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def allowed_addresses(target: WebhookTarget, *, allow_private: bool) -> list[str]:
+    """The addresses the worker may connect to; raises UnsafeWebhookUrl when any is not public (and private ones
+    are not allowed), OSError when the name does not resolve."""
+    addresses = resolve(target)
+    if not allow_private:
+        refused = [address for address in addresses if not is_public_address(address)]
+        if refused:
+            raise UnsafeWebhookUrl(
+                f"The webhook host {target.host!r} resolves to a loopback, private, link-local or reserved address "
+                f"({refused[0]}); the operator has not allowed those (MODERATION_WEBHOOK_ALLOW_PRIVATE)."
+            )
+    return addresses
+
+
+def check_webhook_url(url: str, *, allow_private: bool) -> WebhookTarget:
+    """What the admin API checks when an endpoint is created or changed. A name that does not resolve now is
+    refused too: an endpoint nobody can reach would only fill the delivery log."""
+    target = parse_webhook_url(url)
+    try:
+        allowed_addresses(target, allow_private=allow_private)
+    except OSError as exc:
+        raise UnsafeWebhookUrl(f"The webhook host {target.host!r} does not resolve.") from exc
+    return target
