@@ -18,6 +18,7 @@ import logging
 
 from redis.exceptions import RedisError
 
+from serve_app.response_start import NotingSend
 from store.audit_log import ACTOR_STATE, TARGET_STATE, AuditLog
 
 log = logging.getLogger("moderation.admin.audit")
@@ -56,12 +57,10 @@ class AdminAuditMiddleware:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
-        async def send_after_audit(message):
-            if message["type"] == "http.response.start":
-                await self._record(scope, message["status"])
-            await send(message)
+        async def record(message):
+            await self._record(scope, message["status"])
 
-        await self.app(scope, receive, send_after_audit)
+        await self.app(scope, receive, NotingSend(send, record))
 
     async def _record(self, scope: dict, status: int) -> None:
         actor = actor_of(scope, scope.get("method", "?"), status)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore
-from runtime.local_graph import free_port, wait_until_healthy
+from runtime.local_graph import free_port, require_healthy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT_S = 15
@@ -49,7 +49,7 @@ def plain_app(workdir: Path, *, admin_token: str, versions: dict[str, str], env:
                      "BENCH_PLAIN_VERSIONS": json.dumps(versions), "BENCH_PLAIN_LOG": str(Path(workdir) / "plain.log")}
         process = subprocess.Popen([sys.executable, "-m", "bench.plain"], cwd=REPO_ROOT, env=child_env)
         base_url = f"http://127.0.0.1:{port}"
-        wait_until_healthy(base_url)
+        require_healthy(base_url)
         yield PlainApp(base_url, admin.url, process.pid)
     finally:
         if process is not None:

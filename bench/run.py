@@ -230,7 +230,7 @@ def _memory(exclude: set[int] = frozenset()) -> tuple[float, int]:
     return sum(p.pss_mib for p in processes), len(processes)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="text only, concurrency 1 and 8, short points")
     parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
@@ -238,6 +238,11 @@ def main(argv: list[str] | None = None) -> None:
                              "(default: without_haproxy; none with --quick)")
     parser.add_argument("--render", type=Path, metavar="PICKLE",
                         help=f"write the page and plot again from a saved run (every run saves to {RESULTS_PATH})")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.render:
         finish(pickle.loads(args.render.read_bytes()))
@@ -257,13 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     results = report.Results(plan=plan, versions=versions, cores=os.cpu_count() or 1, levers=levers,
                              load_before=report.load_average())
     workloads = workloads_of(plan)
-    limit_workloads = [name for name in workloads if name in ("image_default", "image_strict", "text")]
-    if "text" in limit_workloads and embeddinggemma.available():
-        limit_workloads.append(limit.GEMMA_BLEND)
-    print(f"raw limit: 1 and {results.cores} processes ...", flush=True)
-    results.limit_one = limit.measure(1, limit_workloads, versions, env, plan.limit_s)
-    results.limit = limit.measure(results.cores, limit_workloads, versions, env, plan.limit_s)
-    results.decode_s = limit.decode_seconds()
+    _measure_raw_limit(results, workloads, versions, env, plan)
     with (
         tempfile.TemporaryDirectory(prefix="bench-") as workdir,
         plain_app(Path(workdir) / "plain", admin_token=service.ADMIN_TOKEN, versions=versions, env=env) as app,
@@ -294,6 +293,17 @@ def main(argv: list[str] | None = None) -> None:
     results.started, results.duration_s = started, time.perf_counter() - start
     RESULTS_PATH.write_bytes(pickle.dumps(results))
     finish(results)
+
+
+def _measure_raw_limit(results: report.Results, workloads: dict, versions: dict, env: dict, plan) -> None:
+    """The models alone, batched, in one process and in one per core: what the service is measured against."""
+    limit_workloads = [name for name in workloads if name in ("image_default", "image_strict", "text")]
+    if "text" in limit_workloads and embeddinggemma.available():
+        limit_workloads.append(limit.GEMMA_BLEND)
+    print(f"raw limit: 1 and {results.cores} processes ...", flush=True)
+    results.limit_one = limit.measure(1, limit_workloads, versions, env, plan.limit_s)
+    results.limit = limit.measure(results.cores, limit_workloads, versions, env, plan.limit_s)
+    results.decode_s = limit.decode_seconds()
 
 
 def finish(results: report.Results) -> None:

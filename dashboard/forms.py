@@ -25,7 +25,7 @@ class Form(dict):
         return self.get(name, default).strip()
 
 
-async def read_form(request: Request) -> Form:
+async def read_page_form(request: Request) -> Form:
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
@@ -40,7 +40,7 @@ async def read_form(request: Request) -> Form:
 
 async def checked_form(request: Request, session: Session) -> Form:
     """The form, if it carries the session's CSRF token; 403 otherwise (a page of another site posting here)."""
-    form = await read_form(request)
+    form = await read_page_form(request)
     if not hmac.compare_digest(form.get(CSRF_FIELD, "").encode(), session.csrf_token.encode()):
         raise PageError(403, "The form's CSRF token is missing or wrong: reload the page and try again.")
     return form

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from policy.decisions import recommend
 from policy.types import Profile, ReviewItem
 
 
@@ -16,14 +17,13 @@ class ScoredCategory:
 
     @property
     def verdict(self) -> str:
-        if self.block is not None and self.score >= self.block:
-            return "block"
-        if self.review is not None and self.score >= self.review:
-            return "review"
-        return "allow" if self.review is not None else ""
+        """The profile's recommendation for this score (policy/decisions.py), or "" when the profile lacks it."""
+        if self.review is None or self.block is None:
+            return ""
+        return recommend(self.score, self.review, self.block)
 
 
-def scored_categories(item: ReviewItem, profile: Profile | None = None) -> list[ScoredCategory]:
+def score_rows(item: ReviewItem, profile: Profile | None = None) -> list[ScoredCategory]:
     """Highest score first, each with the thresholds of the profile that decided the item (as it stands now)."""
     rows = []
     for name, score in sorted(item.scores.items(), key=lambda pair: -pair[1]):

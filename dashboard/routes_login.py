@@ -14,7 +14,7 @@ from dashboard.auth import (
     COOKIE, PATH, Viewer, actor, clear_session_cookie, set_cookie, signed_in, stores,
 )  # fmt: skip
 from dashboard.errors import PageError
-from dashboard.forms import CSRF_FIELD, checked_form, read_form
+from dashboard.forms import CSRF_FIELD, checked_form, read_page_form
 from dashboard.pages import render
 from store.audit_log import ACTOR_STATE, TARGET_STATE
 
@@ -39,7 +39,7 @@ async def login_page(request: Request) -> Response:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    form = await read_form(request)
+    form = await read_page_form(request)
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not hmac.compare_digest(form.get(CSRF_FIELD, "").encode(), expected.encode()):
         raise PageError(403, "The login form expired or came from another page: reload it and try again.")

@@ -19,7 +19,7 @@ from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
 from dashboard.reasons import REASONS, preselected
-from dashboard.review_view import scored_categories
+from dashboard.review_view import score_rows
 from store.review_browse import QueueFilter
 from store.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
 from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, ReviewItem
@@ -65,7 +65,7 @@ async def queue_page(request: Request, viewer: Viewer = Depends(signed_in)) -> R
     chosen = queue_filter(request)
     items = await stores(request).browser.pending(chosen, limit=QUEUE_PAGE)
     holders = await stores(request).claims.holders([item.id for item in items])
-    rows = [(item, scored_categories(item)[:1], holders.get(item.id)) for item in items]
+    rows = [(item, score_rows(item)[:1], holders.get(item.id)) for item in items]
     return render(request, "queue.html", rows=rows, chosen=chosen, query=filter_query(request), kinds=KINDS,
                   reasons=QUEUE_REASONS, categories=(*IMAGE_CATEGORIES, *TEXT_CATEGORIES),
                   min_age_h=request.query_params.get("min_age_h", ""))  # fmt: skip
@@ -87,7 +87,7 @@ async def item_page(request: Request, item_id: int, viewer: Viewer = Depends(sig
     following = await dash.browser.next_after(item.id, chosen)
     previous = await dash.browser.previous_before(item.id, chosen)
     profile = await services(request).config.get_profile(item.profile) if item.profile else None
-    categories = scored_categories(item, profile)
+    categories = score_rows(item, profile)
     top_category = categories[0].name if categories else None
     return render(
         request, "item.html", item=item, claim=claim, mine=claim is not None and claim.holder == viewer.user.name,

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 from ray import serve
 
-from deployments.batching import BatchSettings, replica_max_ongoing_requests
+from deployments.batching import BatchSettings
 from deployments.metrics import record_batch
-from deployments.threads import limit_compute_threads
+from deployments.model_shell import ModelShell
 from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores
 from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score
 from models.batch_isolation import raised_if_failed, scored_apart
-from models.model_set import ModelSet, wanted_entries
+from models.model_set import ModelSet
 from models.tasks import IMAGE_TASKS
 
 # Defaults; serve_config.yaml's user_config (max_batch_size, batch_wait_timeout_s) overrides them at run
@@ -34,21 +33,17 @@ DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeo
 
 
 @serve.deployment(max_ongoing_requests=16)
-class ImageModel:
+class ImageModel(ModelShell):
+    tasks = IMAGE_TASKS
+    default_batching = DEFAULT_BATCHING
+
     def __init__(self, model_registry: str):
-        limit_compute_threads()
-        self._registry = Path(model_registry)
-        self._models = ModelSet()
+        super().__init__(model_registry)
         self._scorer: ImageScorer | None = None
         self._decoder = ImageDecoder()
 
-    async def reconfigure(self, user_config: dict) -> None:
-        # Checked first: a bad batch setting changes nothing, the models included.
-        batching = BatchSettings.from_user_config(user_config, DEFAULT_BATCHING, replica_max_ongoing_requests())
-        models = await self._models.swapped_to(wanted_entries(user_config, IMAGE_TASKS, self._registry))
-        # One assignment: a batch in flight keeps the scorer it started with.
-        self._models, self._scorer = models, models.image_scorer()
-        batching.apply_to(self._score_batch)
+    def scorer_of(self, models: ModelSet) -> ImageScorer:
+        return models.image_scorer()
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage | RefusedImage:
         """Decode (concurrently with other requests, bounded), then score in a batch with them."""
@@ -68,8 +63,3 @@ class ImageModel:
         scores = await asyncio.to_thread(scored_apart, self._scorer.score, requests)
         record_batch("image", len(requests), time.perf_counter() - started)
         return scores
-
-    def model_versions(self) -> dict[str, str]:
-        if self._scorer is None:
-            raise RuntimeError("no model loaded yet")
-        return dict(self._models.versions)

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from functools import cache, wraps
 from typing import Any
 
+from serve_app.response_start import NotingSend
+
 
 # ASGI, spelled out: only serve_app/ imports Starlette (tests/test_layering.py).
 Scope = dict[str, Any]
@@ -183,20 +185,14 @@ class RequestMetrics:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
-
-        async def send_noting_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
+        send_noting_status, cancelled = NotingSend(send), False
         try:
             await self.app(scope, receive, send_noting_status)
         except asyncio.CancelledError:
-            status = CLIENT_CLOSED
+            cancelled = True
             raise
         finally:
+            status = CLIENT_CLOSED if cancelled else (send_noting_status.status or 500)
             _record_request(endpoint_of(scope), scope.get("method", ""), status)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ray import serve
 
 from deployments.metrics import record_decision
-from policy.decisions import Decision, decide, recommend
+from policy.decisions import Decision, decide
 from policy.types import ContentKind, Profile
 
 
@@ -18,21 +18,10 @@ class Policy:
         decisions = []
         for scores, kind in items:
             decision = decide(scores, profile, kind, threshold)
-            verdicts = _verdicts(scores, profile, kind, threshold)
-            record_decision(kind, decision.decision, decision.recommended_action, decision.mode, verdicts)
+            record_decision(kind, decision.decision, decision.recommended_action, decision.mode, decision.verdicts)
             decisions.append(decision)
         return decisions
 
     def model_versions(self) -> dict[str, str]:
         return {}
 
-
-def _verdicts(scores: dict[str, float], profile: Profile, kind: ContentKind, threshold: float | None) -> dict[str, str]:
-    """Each enabled, scored category's own recommendation, as `decide` weighs them (for the metrics)."""
-    verdicts = {}
-    for category in profile.enabled_categories(kind):
-        if category in scores:
-            limits = profile.categories[category]
-            review, block = (limits.review, limits.block) if threshold is None else (threshold, threshold)
-            verdicts[category] = recommend(scores[category], review, block)
-    return verdicts

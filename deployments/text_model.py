@@ -15,15 +15,14 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from pathlib import Path
 
 from ray import serve
 
-from deployments.batching import BatchSettings, replica_max_ongoing_requests
+from deployments.batching import BatchSettings
 from deployments.metrics import record_batch
-from deployments.threads import limit_compute_threads
+from deployments.model_shell import ModelShell
 from models.batch_isolation import raised_if_failed, scored_apart
-from models.model_set import ModelSet, wanted_entries
+from models.model_set import ModelSet
 from models.tasks import TEXT_TASKS
 from models.text_scoring import TextRequest, TextScorer, TextScores
 from moderation.limits import is_short_text_work
@@ -37,22 +36,18 @@ DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeo
 
 
 @serve.deployment(max_ongoing_requests=16)
-class TextModel:
+class TextModel(ModelShell):
+    tasks = TEXT_TASKS
+    default_batching = DEFAULT_BATCHING
+
     def __init__(self, model_registry: str):
-        limit_compute_threads()
-        self._registry = Path(model_registry)
-        self._models = ModelSet()
+        super().__init__(model_registry)
         self._scorer: TextScorer | None = None
         self._short_lane = ThreadPoolExecutor(1, thread_name_prefix="text-short")
         self._long_lane = ThreadPoolExecutor(1, thread_name_prefix="text-long")
 
-    async def reconfigure(self, user_config: dict) -> None:
-        # Checked first: a bad batch setting changes nothing, the models included.
-        batching = BatchSettings.from_user_config(user_config, DEFAULT_BATCHING, replica_max_ongoing_requests())
-        models = await self._models.swapped_to(wanted_entries(user_config, TEXT_TASKS, self._registry))
-        # One assignment: a batch in flight keeps the scorer it started with.
-        self._models, self._scorer = models, models.text_scorer()
-        batching.apply_to(self._score_batch)
+    def scorer_of(self, models: ModelSet) -> TextScorer:
+        return models.text_scorer()
 
     async def score(self, request: TextRequest) -> TextScores:
         """One short text, batched with other callers' short texts; a failure of its own is raised for it alone."""
@@ -75,8 +70,3 @@ class TextModel:
         scores = await asyncio.get_running_loop().run_in_executor(lane, work)
         record_batch("text", len(requests), time.perf_counter() - started)
         return scores
-
-    def model_versions(self) -> dict[str, str]:
-        if self._scorer is None:
-            raise RuntimeError("no model loaded yet")
-        return dict(self._models.versions)

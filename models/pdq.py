@@ -130,9 +130,18 @@ def pdq_of_image(image: Image.Image) -> PdqHash:
     return pdq_of_luma(rgb @ _LUMA)
 
 
+def pack_hashes(hashes: list[str]) -> np.ndarray:
+    """(n, 4) uint64: each 64-hex-digit hash as four big-endian 64-bit words (how a bank is kept and scanned)."""
+    if not hashes:
+        return np.zeros((0, 4), dtype=np.uint64)
+    raw = np.frombuffer(bytes.fromhex("".join(hashes)), dtype=">u8").reshape(-1, 4)
+    return raw.astype(np.uint64)
+
+
+def hamming_distances(packed: np.ndarray, query: str) -> np.ndarray:
+    """Bits apart of `query` from every packed hash: XOR and a popcount per word."""
+    return np.bitwise_count(packed ^ pack_hashes([query])).sum(axis=1, dtype=np.int32)
+
+
 def hamming_distance(first: str, second: str) -> int:
-    return (int(first, 16) ^ int(second, 16)).bit_count()
-
-
-def is_pdq_hex(value: str) -> bool:
-    return len(value) == HEX_CHARS and all(c in "0123456789abcdef" for c in value)
+    return int(hamming_distances(pack_hashes([first]), second)[0])

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from moderation.items import Item
-from policy.decisions import Decision
-from store.hash_bank import BankMatch, HashBank, blocked_by_hash
+from policy.decisions import Decision, blocked_by_hash
+from store.hash_bank import BankMatch, HashBank
 
 
 def bankable_hash(scored: object, bank: HashBank | None) -> str | None:

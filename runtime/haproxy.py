@@ -92,15 +92,21 @@ def remove_private_dir(path: Path) -> None:
         raise PermissionError(f"{path} belongs to another user; refusing to use or remove it")
 
 
-def remove_fallback_dir(data_dir: Path) -> None:
-    """Removes the mkdtemp directory an earlier `private_run_dir` recorded under `data_dir`, if any (at start, and
-    at stop once Ray is down, so that no run leaves one in the temp dir)."""
-    record = Path(data_dir).absolute() / FALLBACK_RECORD
+def remove_recorded_dir(data_dir: Path, record_name: str, prefix: str) -> None:
+    """Removes the mkdtemp directory whose path an earlier start recorded in `<data_dir>/<record_name>`, if any (never
+    a directory of another user, or one that is not ours by its name's `prefix`), and the record."""
+    record = Path(data_dir).absolute() / record_name
     if record.is_file():
         earlier = Path(record.read_text().strip())
-        if earlier.name.startswith(FALLBACK_PREFIX):
+        if earlier.name.startswith(prefix):
             remove_private_dir(earlier)
         record.unlink()
+
+
+def remove_fallback_dir(data_dir: Path) -> None:
+    """Removes the directory an earlier `private_run_dir` fell back to (at start, and at stop once Ray is down, so
+    that no run leaves one in the temp dir)."""
+    remove_recorded_dir(data_dir, FALLBACK_RECORD, FALLBACK_PREFIX)
 
 
 def private_run_dir(data_dir: Path) -> Path:

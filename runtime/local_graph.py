@@ -49,7 +49,7 @@ def local_graph(
     import ray
     from ray import serve
 
-    from runtime.deploy import deploy, read_serve_config, wait_until_running
+    from runtime.deploy import deploy, read_serve_config, wait_until_healthy, wait_until_running
 
     redis_server = EmbeddedStore(Path(workdir) / "redis")
     redis_url = redis_server.start()
@@ -73,7 +73,7 @@ def local_graph(
         deploy(config)
         wait_until_running(timeout_s=timeout_s)
         base_url = f"http://127.0.0.1:{port}"
-        wait_until_healthy(base_url)
+        require_healthy(base_url)
         if admin_token:
             admin_server = AdminServer(redis_url=redis_url, admin_token=admin_token, host="127.0.0.1", port=free_port())
             admin_server.start()
@@ -94,13 +94,7 @@ def local_graph(
         redis_server.stop()
 
 
-def wait_until_healthy(base_url: str, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base_url}/healthz", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{base_url} never became healthy")
+def require_healthy(base_url: str, timeout_s: float = 120) -> None:
+    """`wait_until_healthy`, for tests and benchmarks: raise when /healthz never answered 200."""
+    if not wait_until_healthy(base_url, timeout_s):
+        raise TimeoutError(f"{base_url} never became healthy")

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from runtime.embedded_store import free_port
-from runtime.haproxy import remove_private_dir, use_haproxy
+from runtime.haproxy import remove_recorded_dir, use_haproxy
 from runtime.haproxy_rules import SourceLimits
 
 LOOPBACK = "127.0.0.1"
@@ -64,14 +64,8 @@ def private_ray_temp_dir(data_dir: Path) -> Path:
 
 
 def remove_ray_temp_dir(data_dir: Path) -> None:
-    """Removes the Ray temp dir recorded under `data_dir`, if any (never a directory of another user, or one that is
-    not ours by its name)."""
-    record = Path(data_dir).absolute() / RAY_TEMP_RECORD
-    if record.is_file():
-        earlier = Path(record.read_text().strip())
-        if earlier.name.startswith(RAY_TEMP_PREFIX):
-            remove_private_dir(earlier)
-        record.unlink()
+    """Removes the Ray temp dir an earlier start recorded under `data_dir`, if any."""
+    remove_recorded_dir(data_dir, RAY_TEMP_RECORD, RAY_TEMP_PREFIX)
 
 
 def start_local_ray(

@@ -11,6 +11,8 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.response_start import NotingSend
+
 log = logging.getLogger("moderation.access")
 # A client-chosen id is kept only when it is short and plain: it goes into logs and headers.
 VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
@@ -41,22 +43,20 @@ class AccessLogMiddleware:
         state = scope.setdefault("state", {})
         state["log_fields"] = fields
         started = time.perf_counter()
-        status = 500
+        cancelled = False
 
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                if not given:
-                    message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
-            await send(message)
+        async def add_request_id(message: Message) -> None:
+            if not given:
+                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
 
+        send_with_id = NotingSend(send, add_request_id)
         try:
             await self.app(scope, receive, send_with_id)
         except asyncio.CancelledError:
-            status = CLIENT_CLOSED  # one log line below, no traceback: the client hung up
+            cancelled = True  # one log line below, no traceback: the client hung up
             raise
         finally:
+            status = CLIENT_CLOSED if cancelled else (send_with_id.status or 500)
             entry = {
                 "request_id": request_id,
                 "account": state.get("account"),

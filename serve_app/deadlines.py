@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from moderation.errors import TooManyInFlight
 from serve_app.errors import Overloaded, RequestTimeout, error_response
+from serve_app.response_start import NotingSend
 
 # Headers Ray's proxy obeys to lift its own request timeout and disconnect check.
 IGNORED_HEADERS = frozenset({b"x-request-timeout-seconds", b"x-request-disconnect-disabled"})
@@ -135,20 +136,13 @@ class DeadlineMiddleware:
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in IGNORED_HEADERS]
         limits = self.limits
         body = _BoundedBody(scope, receive, limits, self.receiving)
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracking_send = NotingSend(send)
         deadline = asyncio.timeout(limits.request_timeout_s)
         try:
             async with deadline:
                 await self.app(scope, body.receive, tracking_send)
         except TimeoutError:
-            if not deadline.expired() or started:
+            if not deadline.expired() or tracking_send.started:
                 raise
             response = error_response(
                 Overloaded(f"The request ran past the server's deadline of {limits.request_timeout_s:g} s.",

@@ -138,11 +138,6 @@ def found(value: T | None, error: ApiError) -> T:
     return value
 
 
-def every_error_kind() -> set[ErrorKind]:
-    """Every error the API answers with: the kinds above and the domain errors' (README's error table lists each)."""
-    return {value for value in globals().values() if isinstance(value, ErrorKind)} | set(DOMAIN_ERRORS.values())
-
-
 def api_error_of(exc: Exception) -> ApiError:
     """The API error a domain exception answers with (500 internal_error for an exception not in the map)."""
     kind = next((DOMAIN_ERRORS[cls] for cls in type(exc).__mro__ if cls in DOMAIN_ERRORS), None)

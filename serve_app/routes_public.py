@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -187,7 +186,7 @@ def _result_fields(outcome: Moderated) -> dict:
     match = outcome.hash_match
     hash_match = {"review_id": match.review_id, "distance": match.distance} if match is not None else None
     return {"categories": scored.categories, "model_version": scored.model_version, "review_id": outcome.review_id,
-            "hash_match": hash_match, **asdict(outcome.decision)}  # fmt: skip
+            "hash_match": hash_match, **outcome.decision.answer_fields()}  # fmt: skip
 
 
 def _text_raw_scores(outcome: Moderated) -> TextRawScores:

@@ -15,15 +15,14 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from redis.asyncio import Redis
 
+from models.pdq import hamming_distances, pack_hashes
 from store import redis_keys
-from policy.decisions import Decision
 
-HASH_MATCH = "hash_match"  # the `blocked_by` entry of a block by hash
 HEX_CHARS = 64
 _WRITE_BATCH = 5_000  # hashes per transaction of an import: no single step holds the store for long
 
@@ -52,24 +51,11 @@ class BankEntry:
     added_at: float
 
 
-def pack(hashes: list[str]) -> np.ndarray:
-    """(n, 4) uint64: each 64-hex-digit hash as four big-endian 64-bit words."""
-    if not hashes:
-        return np.zeros((0, 4), dtype=np.uint64)
-    raw = np.frombuffer(bytes.fromhex("".join(hashes)), dtype=">u8").reshape(-1, 4)
-    return raw.astype(np.uint64)
-
-
-def distances(packed: np.ndarray, query: str) -> np.ndarray:
-    """Hamming distance of `query` to every packed hash."""
-    return np.bitwise_count(packed ^ pack([query])).sum(axis=1, dtype=np.int32)
-
-
 class PackedBank:
     """A bank as arrays: 32 bytes of hash and 8 of review id per entry (40 MB a million), no Python object each."""
 
     def __init__(self, entries: list[BankEntry]):
-        self.packed = pack([e.hash for e in entries])
+        self.packed = pack_hashes([e.hash for e in entries])
         self.review_ids = np.array([-1 if e.review_id is None else e.review_id for e in entries], dtype=np.int64)
 
     @property
@@ -79,24 +65,13 @@ class PackedBank:
     def nearest(self, query: str, max_distance: int) -> BankMatch | None:
         if not len(self.packed):
             return None
-        found = distances(self.packed, query)
+        found = hamming_distances(self.packed, query)
         index = int(np.argmin(found))
         if found[index] > max_distance:
             return None
         review_id = int(self.review_ids[index])
         banked = self.packed[index].astype(">u8").tobytes().hex()
         return BankMatch(hash=banked, review_id=None if review_id < 0 else review_id, distance=int(found[index]))
-
-
-def blocked_by_hash(decision: Decision) -> Decision:
-    """The decision for content a moderator already rejected: block, whatever the models said. A profile in
-    `monitor` mode still allows (it never blocks); in `review` mode it blocks too, since a human already decided."""
-    return replace(
-        decision,
-        decision="allow" if decision.mode == "monitor" else "block",
-        recommended_action="block",
-        blocked_by=[HASH_MATCH, *decision.blocked_by],
-    )
 
 
 def _entry(pdq: str, raw: str) -> BankEntry:

@@ -132,6 +132,3 @@ class Outbox:
             pipe.zrange(key, 0, 0, withscores=True)
             depth, oldest = await pipe.execute()
         return int(depth), max(0.0, now - oldest[0][1]) if oldest else 0.0
-
-    async def delivery_status(self, endpoint_id: str, event_id: str) -> dict[str, str]:
-        return await self._redis.hgetall(redis_keys.webhook_delivery(f"{event_id}:{endpoint_id}"))

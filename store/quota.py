@@ -54,14 +54,6 @@ class Limits:
         self._take_quota = redis.register_script(lua.TAKE_QUOTA)
         self._give_back_quota = redis.register_script(lua.GIVE_BACK_QUOTA)
 
-    async def take_quota(self, account: str, monthly_quota: int, now: float | None = None, units: int = 1) -> bool:
-        """True when `units` of the month of `now` were taken; False (nothing taken) when they do not fit.
-
-        The counter expires at a fixed time after its month ends, so a `now` in a month that ended
-        more than that long ago finds its counter gone at once.
-        """
-        return await self.take(account, monthly_quota, now, units) is Taken.TAKEN
-
     async def take(
         self, account: str, monthly_quota: int, now: float | None = None, units: int = 1, slot: WorkSlot | None = None
     ) -> Taken:

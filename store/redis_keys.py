@@ -130,10 +130,6 @@ def live_api_keys() -> str:
     return f"{PREFIX}apikeys:live"
 
 
-def rate_bucket(key_id: str) -> str:
-    return f"{RATE_BUCKET_PREFIX}{key_id}"
-
-
 def quota(account: str, month: str) -> str:
     """`month` is `YYYY-MM` (UTC); being fixed-width it keeps the account part unambiguous."""
     return f"{PREFIX}quota:{month}:{account}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from store import redis_keys
-from store.review_queue import _item
+from store.review_queue import review_item_of
 from policy.types import ReviewItem
 
 _PAGE = 200
@@ -67,7 +67,7 @@ class ReviewBrowser:
             for item_id, fields in zip(ids, rows):
                 # An item whose retention just ended may still be indexed: its hash is gone, so it is skipped.
                 if fields and fields.get("status") == "pending":
-                    item = _item(int(item_id), fields)
+                    item = review_item_of(int(item_id), fields)
                     if queue_filter.matches(item, now):
                         found.append(item)
         return found[:limit]
@@ -90,7 +90,7 @@ class ReviewBrowser:
         now = time.time()
         for candidate in ids:
             fields = await self._redis.hgetall(redis_keys.review_item(int(candidate)))
-            item = _item(int(candidate), fields) if fields and fields.get("status") == "pending" else None
+            item = review_item_of(int(candidate), fields) if fields and fields.get("status") == "pending" else None
             if item is not None and queue_filter.matches(item, now):
                 return item
         return None

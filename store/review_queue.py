@@ -144,7 +144,8 @@ class _ItemData(BaseModel):
     profile: str | None = None
 
 
-def _item(item_id: int, fields: dict[str, str]) -> ReviewItem:
+def review_item_of(item_id: int, fields: dict[str, str]) -> ReviewItem:
+    """An item from its hash in the store (the browser and the queue's numbers read items too)."""
     data = _ItemData.model_validate_json(fields["data"])
     decided_at = fields.get("decided_at")
     return ReviewItem(
@@ -235,7 +236,7 @@ class ReviewQueue:
         fields = await self._redis.hgetall(redis_keys.review_item(item_id))
         if not fields:
             return None
-        item = _item(item_id, fields)
+        item = review_item_of(item_id, fields)
         if account is not None and item.account != account:
             return None
         return item
@@ -267,7 +268,7 @@ class ReviewQueue:
                 rows = await pipe.execute()
             for item_id, fields in zip(ids, rows):
                 if fields and (status is None or fields["status"] == status):
-                    found.append(_item(int(item_id), fields))
+                    found.append(review_item_of(int(item_id), fields))
         return found[:limit]
 
     async def decide(
@@ -299,7 +300,7 @@ class ReviewQueue:
         if outcome == "decided":
             raise ReviewAlreadyDecided(item_id)
         await review_decision_counts.count_decision(self._redis, now)
-        return _item(item_id, dict(zip(reply[1::2], reply[2::2])))
+        return review_item_of(item_id, dict(zip(reply[1::2], reply[2::2])))
 
     async def prune(self, now: float | None = None) -> int:
         """Takes up to a batch of expired items (pending or decided) out of the indexes; returns how many."""

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 
 from store import redis_keys
 from store.review_decision_counts import HOUR_S, hour_of
-from store.review_queue import _item
+from store.review_queue import review_item_of
 
 # The most accounts the pending counts walk: the page and the metrics stay bounded whatever the store holds.
 MAX_ACCOUNTS = 1_000
@@ -57,7 +57,7 @@ class QueueStats:
         for item_id in await self._redis.zrange(redis_keys.review_by_status("pending"), 0, 9):
             fields = await self._redis.hgetall(redis_keys.review_item(int(item_id)))
             if fields:
-                return max(0.0, now - _item(int(item_id), fields).created_at)
+                return max(0.0, now - review_item_of(int(item_id), fields).created_at)
         return 0.0
 
     async def _decisions_last_hour(self, now: float) -> int:

@@ -13,12 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVICE_PACKAGES = ("models", "policy", "moderation", "serve_app", "runtime", "deployments")
+SERVICE_PACKAGES = (
+    "models", "policy", "webhooks", "store", "moderation", "serve_app", "admin", "dashboard", "runtime", "deployments",
+)  # fmt: skip
+# The tools' entry points are read by newcomers too: the function-length rule holds for them.
+TOOL_PACKAGES = ("training", "bench")
 MAX_FUNCTION_LINES = 60
 
 
-def service_files() -> Iterator[tuple[str, ast.Module]]:
-    for package in SERVICE_PACKAGES:
+def service_files(packages: tuple[str, ...] = SERVICE_PACKAGES) -> Iterator[tuple[str, ast.Module]]:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             yield str(path.relative_to(ROOT)), ast.parse(path.read_text(), filename=str(path))
 
@@ -26,7 +30,7 @@ def service_files() -> Iterator[tuple[str, ast.Module]]:
 def test_no_function_is_over_sixty_lines():
     long = [
         f"{where}:{node.lineno} {node.name} ({node.end_lineno - node.body[0].lineno + 1} lines)"
-        for where, tree in service_files()
+        for where, tree in service_files(SERVICE_PACKAGES + TOOL_PACKAGES)
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and node.end_lineno - node.body[0].lineno + 1 > MAX_FUNCTION_LINES

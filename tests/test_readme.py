@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from serve_app import errors
+from support.error_kinds import every_error_kind
 from runtime.settings import PROJECT_ROOT, Settings
 
 # Where each table lives: the errors in the API reference, the settings in the configuration page.
@@ -20,7 +21,7 @@ LINKED_DOCS = [PROJECT_ROOT / "README.md", PROJECT_ROOT / "SECURITY.md", *sorted
 
 
 def test_every_error_code_is_in_the_error_table():
-    answers = {(kind.status, kind.code) for kind in errors.every_error_kind()}
+    answers = {(kind.status, kind.code) for kind in every_error_kind()}
     assert sorted((status, code) for status, code in answers if f"| {status} | `{code}` |" not in ERROR_TABLE_DOC) == []
 
 

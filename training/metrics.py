@@ -31,14 +31,6 @@ def precision_recall(labels, scores, threshold: float) -> tuple[float, float]:
     return float(precision), float(recall)
 
 
-def threshold_for_precision(labels, scores, target: float) -> float:
-    """Lowest threshold whose precision reaches `target` (so recall is as high as that allows)."""
-    for threshold in np.unique(scores):
-        if precision_recall(labels, scores, threshold)[0] >= target:
-            return float(threshold)
-    return 1.0
-
-
 def threshold_for_false_positive_rate(labels, scores, max_rate: float) -> float:
     """Lowest threshold that flags at most `max_rate` of the benign texts (labels == 0).
 
@@ -50,19 +42,6 @@ def threshold_for_false_positive_rate(labels, scores, max_rate: float) -> float:
         if np.mean(benign >= threshold) <= max_rate:
             return float(threshold)
     return 1.0
-
-
-def calibration_bins(labels, scores, edges=(0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)) -> list[tuple[str, int, float, float]]:
-    """(bin, count, mean score, observed toxic rate) per score bin."""
-    labels = np.asarray(labels, dtype=np.float64)
-    scores = np.asarray(scores, dtype=np.float64)
-    rows = []
-    for low, high in zip(edges[:-1], edges[1:]):
-        inside = (scores >= low) & (scores < high)
-        if inside.any():
-            rows.append((f"{low:.1f}-{min(high, 1.0):.1f}", int(inside.sum()), float(scores[inside].mean()),
-                         float(labels[inside].mean())))
-    return rows
 
 
 def review_threshold(negative_scores, max_rate: float) -> float:

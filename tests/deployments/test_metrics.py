@@ -9,7 +9,7 @@ import pytest
 from fastapi import FastAPI, HTTPException
 
 from deployments import metrics
-from deployments.policy import _verdicts
+from policy.decisions import decide
 from policy.types import Profile
 
 
@@ -96,8 +96,8 @@ def test_the_policy_records_each_enabled_categorys_own_verdict():
         },
     )
     scores = {"nsfw": 0.9, "weapon": 0.6, "violence": 0.99}
-    assert _verdicts(scores, profile, "image", None) == {"nsfw": "block", "weapon": "review"}
-    assert _verdicts(scores, profile, "image", 0.95) == {"nsfw": "allow", "weapon": "allow"}
+    assert decide(scores, profile, "image").verdicts == {"nsfw": "block", "weapon": "review"}
+    assert decide(scores, profile, "image", 0.95).verdicts == {"nsfw": "allow", "weapon": "allow"}
 
 
 def test_the_store_memory_watch_is_three_gauges(recorded):

@@ -62,7 +62,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     from runtime.deploy import deploy, read_serve_config, wait_until_running
     from runtime.embedded_store import EmbeddedStore
     from runtime.haproxy import remove_fallback_dir
-    from runtime.local_graph import free_port, wait_until_healthy
+    from runtime.local_graph import free_port, require_healthy
     from runtime.ray_cluster import LOOPBACK, use_serve_ingress, use_token_auth
 
     store = EmbeddedStore(workdir / "redis")
@@ -84,7 +84,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
         deploy(config)
         wait_until_running(timeout_s=240)
         base_url = f"http://{LOOPBACK}:{port}"
-        wait_until_healthy(base_url)
+        require_healthy(base_url)
         headers = asyncio.run(_keys(redis_url, clients, Plan))
         yield Graph(base_url=base_url, headers=headers, head_node_id=cluster.head_node.node_id)
     finally:

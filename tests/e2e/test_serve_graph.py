@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import threading
 import time
@@ -101,7 +102,7 @@ def test_model_swap_under_a_stream_of_requests_drops_nothing(client, admin_clien
     The new version is a local Hugging Face directory given inline in serve_config's
     user_config: the one-file change an ML engineer makes.
     """
-    from runtime.deploy import deploy, with_model_version
+    from runtime.deploy import deploy
 
     unthrottled = {"scope": "both", "monthly_quota": 1_000_000, "rate_per_second": 10_000, "burst": 10_000}
     assert admin_client.put("/admin/v1/plans/unthrottled", json=unthrottled).status_code == 200
@@ -143,7 +144,7 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
     it and decides with it; then the served default comes back."""
     from models import embeddinggemma
     from models.registry import read_registry
-    from runtime.deploy import deploy, with_model_version
+    from runtime.deploy import deploy
 
     if not embeddinggemma.available():
         pytest.skip("EmbeddingGemma is not set up here (run `make gemma`; MODERATION_GEMMA_DIR)")
@@ -201,3 +202,14 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
         deploy(serve_graph["config"])
     (text_model,) = [d for d in serve_graph["config"]["applications"][0]["deployments"] if d["name"] == "TextModel"]
     wait_for(text_model["user_config"]["models"]["text.toxic"])
+
+
+def with_model_version(config: dict, deployment: str, task: str, version: str | dict) -> dict:
+    """A copy of `config` whose `deployment` serves `version` (or an inline entry) for `task`: what an ML engineer
+    edits in serve_config.yaml's user_config."""
+    changed = copy.deepcopy(config)
+    for app in changed["applications"]:
+        for entry in app.get("deployments", []):
+            if entry["name"] == deployment:
+                entry.setdefault("user_config", {}).setdefault("models", {})[task] = version
+    return changed

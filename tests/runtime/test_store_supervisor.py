@@ -10,6 +10,7 @@ import socket
 import time
 
 import pytest
+from support.quota import took
 import redis
 import redis.asyncio
 
@@ -132,10 +133,10 @@ async def test_the_services_client_carries_every_pooled_connection_over_a_restar
     limits = services.limits
     try:
         with StoreSupervisor(store, first_backoff_s=0.1) as supervisor:
-            await asyncio.gather(*(limits.take_quota(f"acct-{n}", 10) for n in range(20)))  # 20 pooled connections
+            await asyncio.gather(*(took(limits, f"acct-{n}", 10) for n in range(20)))  # 20 pooled connections
             os.kill(store.pid, signal.SIGKILL)
             _until(lambda: supervisor.restarts == 1 and _answers(store.url))
-            taken = await asyncio.gather(*(limits.take_quota(f"acct-{n}", 10) for n in range(20)))
+            taken = await asyncio.gather(*(took(limits, f"acct-{n}", 10) for n in range(20)))
             assert taken == [True] * 20
             assert [await limits.quota_used(f"acct-{n}") for n in range(20)] == [2] * 20  # each ran once
     finally:

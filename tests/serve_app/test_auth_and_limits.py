@@ -46,7 +46,7 @@ def test_a_key_whose_plan_or_profile_is_gone_is_503_and_takes_no_rate_token(api,
     with redis.Redis.from_url(redis_url) as store:
         store.delete({"plan": redis_keys.plan, "profile": redis_keys.profile}[gone]("doomed"))
         response = api.moderate_text(headers)
-        assert list(store.scan_iter(match=redis_keys.rate_bucket("*"))) == []
+        assert list(store.scan_iter(match=redis_keys.RATE_BUCKET_PREFIX + "*")) == []
     assert_error(response, 503, "store_unavailable")
     assert "(doomed, doomed)" in response.json()["error"]["message"]
 

@@ -22,6 +22,7 @@ from store.review_queue import (
 from webhooks.url_guard import UnsafeWebhookUrl
 from store.webhook_endpoints import TooManyEndpoints
 from serve_app import errors
+from support.error_kinds import every_error_kind
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
 
 
@@ -92,7 +93,7 @@ def test_every_error_kind_raised_by_name_is_defined_once_per_code():
     named = [value for value in vars(errors).values() if isinstance(value, ErrorKind)]
     codes = [kind.code for kind in named if kind is not errors.NoSuchReviewItem]  # not_found with its own sentence
     assert len(codes) == len(set(codes))
-    assert {kind for kind in DOMAIN_ERRORS.values()} <= errors.every_error_kind()
+    assert {kind for kind in DOMAIN_ERRORS.values()} <= every_error_kind()
 
 
 def test_an_unmapped_exception_is_a_plain_500():

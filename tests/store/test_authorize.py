@@ -37,7 +37,7 @@ async def _configured_store(redis_client, plan: Plan | None = None) -> ConfigSto
 
 
 async def _rate_buckets(redis_client) -> list[str]:
-    return [key async for key in redis_client.scan_iter(match=redis_keys.rate_bucket("*"))]
+    return [key async for key in redis_client.scan_iter(match=redis_keys.RATE_BUCKET_PREFIX + "*")]
 
 
 def _record_sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
@@ -57,7 +57,7 @@ async def test_a_live_key_is_admitted_with_its_plan_and_profile(redis_client):
     store = await _configured_store(redis_client)
     record, secret = await store.create_key("acme", "default", "starter")
     assert await store.authorize(secret) == Authorized(key=record, plan=_plan(), profile=_profile(), retry_after_s=0.0)
-    assert await _rate_buckets(redis_client) == [redis_keys.rate_bucket(record.id)]
+    assert await _rate_buckets(redis_client) == [redis_keys.RATE_BUCKET_PREFIX + record.id]
 
 
 async def test_an_unknown_secret_is_refused_and_takes_no_token(redis_client):
@@ -126,7 +126,7 @@ async def test_a_rate_bucket_expires_once_idle_long_enough_to_be_full(redis_clie
     store = await _configured_store(redis_client, _plan(rate_per_second=2, burst=10))
     record, secret = await store.create_key("acme", "default", "starter")
     await store.authorize(secret, now=1000.0)
-    ttl_ms = await redis_client.pttl(redis_keys.rate_bucket(record.id))
+    ttl_ms = await redis_client.pttl(redis_keys.RATE_BUCKET_PREFIX + record.id)
     assert 5000 <= ttl_ms <= 6000
 
 

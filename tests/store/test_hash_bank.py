@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from store.hash_bank import BankEntry, HashBank, PackedBank, blocked_by_hash
-from policy.decisions import Decision
+from store.hash_bank import BankEntry, HashBank, PackedBank
+from policy.decisions import Decision, blocked_by_hash
 
 pytestmark = pytest.mark.anyio
 

@@ -89,7 +89,7 @@ async def test_a_claimed_delivery_is_leased_then_retried_on_the_schedule_then_fa
     [third] = await outbox.claim(10, now=t0 + 905)
     assert (await outbox.record(third, Attempt("timeout"), now=t0 + 905)).next_try_at is None  # schedule spent
     assert await outbox.claim(10, now=t0 + 10**6) == []
-    assert (await outbox.delivery_status(third.endpoint_id, third.event_id))["status"] == "failed"
+    assert (await redis_client.hgetall(redis_keys.webhook_delivery(f"{third.event_id}:{third.endpoint_id}")))["status"] == "failed"
     assert await outbox.backlog() == (0, 0.0)
     log = await outbox.log(third.endpoint_id)
     assert [(e.attempt, e.outcome, e.status) for e in log] == [(3, "timeout", None), (2, "http_error", 500),
@@ -104,7 +104,7 @@ async def test_a_410_drops_the_delivery_and_disables_the_endpoint_and_redelivery
     await outbox.record(delivery, Attempt("gone", status=410, disable_endpoint=True, final=True))
     stored = await WebhookStore(redis_client, RULES).get(endpoint.id)
     assert not stored.enabled and "410" in stored.disabled_reason
-    assert (await outbox.delivery_status(endpoint.id, delivery.event_id))["status"] == "dropped"
+    assert (await redis_client.hgetall(redis_keys.webhook_delivery(f"{delivery.event_id}:{endpoint.id}")))["status"] == "dropped"
     assert await outbox.redeliver(endpoint.id, delivery.event_id) is True
     assert await outbox.redeliver(endpoint.id, "msg_unknown") is False
     [again] = await outbox.claim(10)

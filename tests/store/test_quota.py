@@ -7,6 +7,7 @@ import time
 from datetime import datetime, timezone
 
 import pytest
+from support.quota import took
 
 from store import redis_keys
 from store.quota import QUOTA_KEPT_AFTER_MONTH_END_S, WORK_SLOT_LEASE_S, Limits, Taken, WorkSlot
@@ -20,31 +21,31 @@ FEB_FIRST_SECOND = datetime(2090, 2, 1, 0, 0, 0, tzinfo=timezone.utc).timestamp(
 
 async def test_quota_admits_up_to_the_quota_then_refuses(redis_client):
     limits = Limits(redis_client)
-    admitted = [await limits.take_quota("acme", 3, now=JAN_LAST_SECOND) for _ in range(4)]
+    admitted = [await took(limits, "acme", 3, now=JAN_LAST_SECOND) for _ in range(4)]
     assert admitted == [True, True, True, False]
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 3
 
 
 async def test_quota_never_admits_past_the_limit_under_concurrency(redis_client):
     limits = Limits(redis_client)
-    admitted = await asyncio.gather(*(limits.take_quota("acme", 20) for _ in range(50)))
+    admitted = await asyncio.gather(*(took(limits, "acme", 20) for _ in range(50)))
     assert sum(admitted) == 20
     assert await limits.quota_used("acme") == 20
 
 
 async def test_quota_is_per_account(redis_client):
     limits = Limits(redis_client)
-    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
-    assert not await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
-    assert await limits.take_quota("other", 1, now=JAN_LAST_SECOND)
+    assert await took(limits, "acme", 1, now=JAN_LAST_SECOND)
+    assert not await took(limits, "acme", 1, now=JAN_LAST_SECOND)
+    assert await took(limits, "other", 1, now=JAN_LAST_SECOND)
 
 
 async def test_give_back_returns_a_unit(redis_client):
     limits = Limits(redis_client)
-    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    assert await took(limits, "acme", 1, now=JAN_LAST_SECOND)
     await limits.give_back_quota("acme", now=JAN_LAST_SECOND)
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 0
-    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
+    assert await took(limits, "acme", 1, now=JAN_LAST_SECOND)
 
 
 async def test_give_back_never_goes_below_zero(redis_client):
@@ -52,21 +53,21 @@ async def test_give_back_never_goes_below_zero(redis_client):
     await limits.give_back_quota("acme", now=JAN_LAST_SECOND)
     await limits.give_back_quota("acme", now=JAN_LAST_SECOND)
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 0
-    admitted = [await limits.take_quota("acme", 1, now=JAN_LAST_SECOND) for _ in range(2)]
+    admitted = [await took(limits, "acme", 1, now=JAN_LAST_SECOND) for _ in range(2)]
     assert admitted == [True, False]
 
 
 async def test_quota_resets_with_the_calendar_month(redis_client):
     limits = Limits(redis_client)
-    assert await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
-    assert not await limits.take_quota("acme", 1, now=JAN_LAST_SECOND)
-    assert await limits.take_quota("acme", 1, now=FEB_FIRST_SECOND)
+    assert await took(limits, "acme", 1, now=JAN_LAST_SECOND)
+    assert not await took(limits, "acme", 1, now=JAN_LAST_SECOND)
+    assert await took(limits, "acme", 1, now=FEB_FIRST_SECOND)
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 1
     assert await limits.quota_used("acme", now=FEB_FIRST_SECOND) == 1
 
 
 async def test_quota_counter_expires_some_days_after_its_month_ends(redis_client):
-    await Limits(redis_client).take_quota("acme", 1, now=JAN_LAST_SECOND)
+    await took(Limits(redis_client), "acme", 1, now=JAN_LAST_SECOND)
     ttl_s = await redis_client.ttl(redis_keys.quota("acme", "2090-01"))
     expected_s = FEB_FIRST_SECOND + QUOTA_KEPT_AFTER_MONTH_END_S - time.time()
     assert ttl_s == pytest.approx(expected_s, abs=5)
@@ -74,8 +75,8 @@ async def test_quota_counter_expires_some_days_after_its_month_ends(redis_client
 
 async def test_units_are_taken_all_or_none_and_given_back_without_going_below_zero(redis_client):
     limits = Limits(redis_client)
-    assert await limits.take_quota("acme", 5, now=JAN_LAST_SECOND, units=3)
-    assert not await limits.take_quota("acme", 5, now=JAN_LAST_SECOND, units=3)
+    assert await took(limits, "acme", 5, now=JAN_LAST_SECOND, units=3)
+    assert not await took(limits, "acme", 5, now=JAN_LAST_SECOND, units=3)
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 3
     await limits.give_back_quota("acme", now=JAN_LAST_SECOND, units=10)
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 0
