@@ -1,4 +1,4 @@
-"""The records the policy layer works with: plans, profiles, keys, review items.
+"""The records the rules work with: plans, profiles, keys, review items.
 
 Plain pydantic models with their validation rules, shared by the store, the decision
 logic, the admin API and the config seeding. No Ray, no FastAPI, no Redis here.

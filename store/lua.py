@@ -1,4 +1,7 @@
-"""The Lua scripts of the policy layer: the one place where they live.
+"""The Lua scripts of admission (rate, quota, in-flight slots, keys) and of the review queue.
+
+Lua lives in two files of `store/`, each beside what it serves: this one, and `store.lua_outbox` (the outbox's
+scripts and the function the review scripts below include to write deliveries and bank a rejected hash).
 
 Each runs inside Redis as one atomic step; the comment above each says why it has to.
 Key names come in through KEYS (built by `store.redis_keys`), or, where a name is known only

@@ -1,4 +1,5 @@
-"""The Lua of the webhook outbox (store/outbox.py) and of the hash bank's learning step: one place for them.
+"""The Lua of the webhook outbox (store/outbox.py) and of the hash bank's learning step (the other Lua of the
+store, admission and the review queue, is `store.lua`).
 
 `EMIT_EVENTS` is a Lua function that the review scripts of `store.lua` include, so that an event is written in the
 very step that changes the review item: a creation or a decision is never acknowledged without its deliveries, and
@@ -6,7 +7,7 @@ no delivery exists for a change that did not happen. It writes one delivery per 
 subscribes to the event, with the request body the worker will send (never the content: the item's id, reference,
 status, reason, decided_at and category scores). An account without endpoints costs one SMEMBERS.
 
-Its arguments come at the END of ARGV (`store.outbox.outbox_args`), so that the review scripts' own argument
+Its arguments come at the END of ARGV (`store.outbox.review_event_args`), so that the review scripts' own argument
 positions do not move: ARGV[n-9] account endpoints prefix, ARGV[n-8] endpoint prefix, ARGV[n-7] delivery prefix,
 ARGV[n-6] due zset, ARGV[n-5] undelivered zset, ARGV[n-4] event id base (random, per call), ARGV[n-3] the event's ISO
 timestamp, ARGV[n-2] now (unix seconds), ARGV[n-1] hash bank prefix, ARGV[n] hash bank version prefix. As with the

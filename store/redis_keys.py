@@ -1,4 +1,4 @@
-"""The one Redis key schema of the policy layer. Every key the service writes is built here.
+"""The one Redis key schema of the store. Every key the service writes is built here.
 
 All keys start with `mod:` so the service can share a Redis with other tenants and an operator can
 see at a glance what belongs to it. Variable parts come last (or after a fixed-width part) so that
