@@ -24,10 +24,7 @@ from models.batch_isolation import raised_if_failed, scored_apart
 from models.model_set import ModelSet
 from models.tasks import IMAGE_TASKS
 
-# Defaults; serve_config.yaml's user_config (max_batch_size, batch_wait_timeout_s) overrides them at run
-# time (deployments/batching.py), never above max_ongoing_requests, or batches would be capped.
-MAX_BATCH_SIZE = 8
-# Short: under load batches fill from the queue anyway; an idle request should not wait.
+MAX_BATCH_SIZE = 8  # the defaults that user_config may override (ModelShell.default_batching)
 BATCH_WAIT_S = 0.001
 DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
 

@@ -16,6 +16,9 @@ class ModelShell:
     from the loaded models (`scorer_of`), and has one `@serve.batch` method, `_score_batch`."""
 
     tasks: tuple[str, ...]
+    # serve_config.yaml's user_config (max_batch_size, batch_wait_timeout_s) overrides these at run time
+    # (deployments/batching.py), never above max_ongoing_requests, or batches would be capped. The wait is short:
+    # under load batches fill from the queue anyway, and an idle request should not wait.
     default_batching: BatchSettings
 
     def __init__(self, model_registry: str):

@@ -27,10 +27,7 @@ from models.tasks import TEXT_TASKS
 from models.text_scoring import TextRequest, TextScorer, TextScores
 from moderation.limits import is_short_text_work
 
-# Defaults; serve_config.yaml's user_config (max_batch_size, batch_wait_timeout_s) overrides them at run
-# time (deployments/batching.py), never above max_ongoing_requests, or batches would be capped.
-MAX_BATCH_SIZE = 16
-# Short: under load batches fill from the queue anyway; an idle request should not wait.
+MAX_BATCH_SIZE = 16  # the defaults that user_config may override (ModelShell.default_batching)
 BATCH_WAIT_S = 0.001
 DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
 
