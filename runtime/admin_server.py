@@ -30,9 +30,8 @@ from dashboard.stores import DashboardStores
 from serve_app.services import Services
 
 
-
-def create_admin_listener_app(services: Services, admin_token: str) -> FastAPI:
-    """The admin listener's app: the admin API with the dashboard's pages beside it."""
+def create_admin_listener_app(services: Services, admin_token: str):
+    """The admin listener's ASGI app: the admin API with the dashboard's pages beside it."""
     app = create_admin_app(services, admin_token)
     if services.redis is not None:  # Services without a store connection of their own (tests) get no dashboard
         install_dashboard(app, DashboardStores.over(services.redis))

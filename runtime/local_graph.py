@@ -8,13 +8,10 @@ everything is stopped on exit with serve.shutdown() and ray.shutdown()
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
 
 from runtime.admin_server import AdminServer
 from runtime.embedded_store import EmbeddedStore, free_port  # free_port: the tests and bench take it from here
@@ -49,7 +46,7 @@ def local_graph(
     import ray
     from ray import serve
 
-    from runtime.deploy import deploy, read_serve_config, wait_until_healthy, wait_until_running
+    from runtime.deploy import deploy, read_serve_config, wait_until_running
 
     redis_server = EmbeddedStore(Path(workdir) / "redis")
     redis_url = redis_server.start()
@@ -96,5 +93,7 @@ def local_graph(
 
 def require_healthy(base_url: str, timeout_s: float = 120) -> None:
     """`wait_until_healthy`, for tests and benchmarks: raise when /healthz never answered 200."""
+    from runtime.deploy import wait_until_healthy  # runtime.deploy imports Ray: only where a graph runs
+
     if not wait_until_healthy(base_url, timeout_s):
         raise TimeoutError(f"{base_url} never became healthy")

@@ -14,7 +14,6 @@ import json
 import random
 import secrets
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pydantic import BaseModel

@@ -19,7 +19,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 from redis.asyncio import Redis
 
-from policy.names import NAME_PATTERN
 from store import redis_keys
 
 Role = Literal["moderator", "operator"]

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from store import redis_keys

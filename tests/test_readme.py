@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from serve_app import errors
 from support.error_kinds import every_error_kind
 from runtime.settings import PROJECT_ROOT, Settings
 
