@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,7 @@ TRAIN_CHARS = 280
 SEED = 0
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(DEFAULT_WEIGHTS.parent))
     parser.add_argument("--epochs", type=int, default=3)
@@ -56,7 +57,56 @@ def main() -> None:
     parser.add_argument("--rethreshold", type=int, default=0, metavar="WINDOW_CHARS",
                         help="only re-serve the weights in --out with this window size (new thresholds on dev)")
     parser.add_argument("--limit", type=int, default=0, help="every n-th comment only (a quick smoke run)")
-    args = parser.parse_args()
+    return parser
+
+
+@dataclass
+class _Data:
+    """The comments as tensors: each text's first window as token ids, its labels (y) and which are known (m), its
+    language weight (w), and the rows of each split."""
+
+    comments: list
+    ids: torch.Tensor
+    lengths: torch.Tensor
+    y: torch.Tensor
+    m: torch.Tensor
+    w: torch.Tensor
+    split: np.ndarray
+    langs: np.ndarray
+    datasets: np.ndarray
+    idx: dict
+    device: str
+
+    @classmethod
+    def load(cls, limit: int, device: str) -> _Data:
+        comments = load_comments()
+        if limit:
+            comments = comments[::limit]
+        # Training sees each text's first window, the unit the served model scores.
+        tokens = tokenize(load_tokenizer(), [(split_windows(c.text, TRAIN_CHARS) or [""])[0] for c in comments])
+        ids, lengths = to_padded(tokens, MAX_TOKENS, device)
+        labels = [[c.known(cat) for cat in CATEGORIES] for c in comments]
+        split = np.array([c.split for c in comments])
+        langs = np.array([c.lang for c in comments])
+        return cls(
+            comments=comments, ids=ids, lengths=lengths,
+            y=torch.tensor([[float(bool(v)) for v in row] for row in labels], device=device),
+            m=torch.tensor([[float(v is not None) for v in row] for row in labels], device=device),
+            w=torch.tensor(language_weights(list(langs)), dtype=torch.float32, device=device),
+            split=split, langs=langs, datasets=np.array([c.dataset for c in comments]),
+            idx={s: torch.tensor(np.where(split == s)[0], device=device) for s in ("train", "dev", "test")},
+            device=device,
+        )  # fmt: skip
+
+    def macro_auc(self, scores: np.ndarray, rows: np.ndarray) -> float:
+        """Toxic ROC AUC averaged over languages, on `rows` (indices into comments)."""
+        labels = self.y[:, 0].cpu().numpy()
+        return float(np.nanmean([roc_auc(labels[rows][self.langs[rows] == lang], scores[self.langs[rows] == lang])
+                                 for lang in sorted(set(self.langs[rows]))]))
+
+
+def main() -> None:
+    args = _parser().parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.rethreshold:
@@ -66,85 +116,73 @@ def main() -> None:
     started = time.time()
     log = lambda msg: print(f"[{time.time() - started:6.0f} s] {msg}", flush=True)
 
-    comments = load_comments()
-    if args.limit:
-        comments = comments[::args.limit]
-    tokenizer = load_tokenizer()
-    # Training sees each text's first window, the unit the served model scores.
-    tokens = tokenize(tokenizer, [(split_windows(c.text, TRAIN_CHARS) or [""])[0] for c in comments])
-    ids, lengths = to_padded(tokens, MAX_TOKENS, device)
-    labels = [[c.known(cat) for cat in CATEGORIES] for c in comments]
-    y = torch.tensor([[float(bool(v)) for v in row] for row in labels], device=device)
-    m = torch.tensor([[float(v is not None) for v in row] for row in labels], device=device)
-    split = np.array([c.split for c in comments])
-    langs = np.array([c.lang for c in comments])
-    datasets = np.array([c.dataset for c in comments])
-    w = torch.tensor(language_weights(list(langs)), dtype=torch.float32, device=device)
-    idx = {s: torch.tensor(np.where(split == s)[0], device=device) for s in ("train", "dev", "test")}
+    data = _Data.load(args.limit, device)
+    comments, idx = data.comments, data.idx
     log(f"{len(comments)} comments on {device}: " + ", ".join(f"{s} {len(i)}" for s, i in idx.items()))
     report = {"categories": CATEGORIES, "window_chars": TRAIN_CHARS, "device": device,
               "rows": {s: int(len(i)) for s, i in idx.items()}}
 
-    def macro_auc(scores: np.ndarray, rows: np.ndarray) -> float:
-        """Toxic ROC AUC averaged over languages, on `rows` (indices into comments)."""
-        labels_ = y[:, 0].cpu().numpy()
-        return float(np.nanmean([roc_auc(labels_[rows][langs[rows] == lang], scores[langs[rows] == lang])
-                              for lang in sorted(set(langs[rows]))]))
-
     # 1. frozen encoder + logistic regression
     encoder = UseEncoder().to(device)
-    feats = embed(encoder, ids, lengths)
+    feats = embed(encoder, data.ids, data.lengths)
     del encoder
-    probe = fit_linear(feats[idx["train"]], y[idx["train"]], m[idx["train"]], w[idx["train"]])
+    probe = fit_linear(feats[idx["train"]], data.y[idx["train"]], data.m[idx["train"]], data.w[idx["train"]])
     frozen_scores = predict_linear(probe, feats)
     report["frozen_lr"] = _per_language(comments, frozen_scores[:, 0], "test")
     log(f"frozen USE + LR: test macro AUC {report['frozen_lr']['macro']:.4f}")
 
     # 2. LOSO, frozen-encoder protocol
-    report["loso_frozen"] = _loso_frozen(comments, feats, y, m, w, split, datasets, frozen_scores, log)
-
+    report["loso_frozen"] = _loso_frozen(comments, feats, data.y, data.m, data.w, data.split, data.datasets,
+                                         frozen_scores, log)
     # 3. fine-tuning: one run per candidate learning rate, best dev macro AUC wins
-    dev_rows = np.where(split == "dev")[0]
+    state, report["finetune"] = _finetuned(data, args, log)
+    lr_encoder, best_epoch = report["finetune"]["chosen_lr_encoder"], report["finetune"]["chosen_epoch"]
+
+    # 4. fp16 checkpoint, then thresholds through the served path with the fp16 weights
+    state16 = {k: v.half().cpu() for k, v in state.items()}
+    served = save_served(state16, comments, out, device, WINDOW_CHARS)
+    test = [c for c in comments if c.split == "test"]
+    test_scores = np.array([p["toxic"] for p in served.predict([c.text for c in test])])
+    report["finetuned_windows"] = _per_language(test, test_scores, None)
+    log(f"served model {served.model_version}: test macro AUC {report['finetuned_windows']['macro']:.4f} (windows)")
+
+    (out / "training-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    # 5. LOSO with fine-tuning, as far as the budget goes
+    if args.loso_finetune_budget > 0:
+        report["loso_finetune"] = _loso_finetune(
+            comments, data.ids, data.lengths, data.y, data.m, data.w, data.split, data.datasets, lr_encoder,
+            best_epoch, args.batch, device, args.loso_finetune_budget, log)  # fmt: skip
+    report["seconds"] = round(time.time() - started)
+    (out / "training-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    log(f"wrote {out}/use-ft.pt, thresholds.json, training-report.json")
+
+
+def _finetuned(data: _Data, args: argparse.Namespace, log) -> tuple[dict, dict]:
+    """Fine-tunes once per candidate encoder learning rate; the state of the best dev macro AUC, and the report."""
+    idx, ids, lengths = data.idx, data.ids, data.lengths
+    dev_rows = np.where(data.split == "dev")[0]
 
     def dev_score(classifier) -> float:
         with torch.no_grad():
             logits = torch.cat([classifier(ids[r, :int(lengths[r].max())], lengths[r])
                                 for r in idx["dev"].split(1024)])
-        return macro_auc(torch.sigmoid(logits[:, 0]).cpu().numpy(), dev_rows)
+        return data.macro_auc(torch.sigmoid(logits[:, 0]).cpu().numpy(), dev_rows)
 
     candidates, best = {}, None
     for lr_encoder in [float(v) for v in args.lr_encoder.split(",")]:
         log(f"fine-tuning, encoder lr {lr_encoder:g}")
-        classifier = build_classifier(CATEGORIES).to(device)
+        classifier = build_classifier(CATEGORIES).to(data.device)
         tr = idx["train"]
-        history, best_epoch = finetune(classifier, ids[tr], lengths[tr], y[tr], m[tr], w[tr], epochs=args.epochs,
-                                       lr_encoder=lr_encoder, lr_head=1e-3, batch=args.batch, seed=SEED,
-                                       dev_score=dev_score, log=log)
+        history, best_epoch = finetune(classifier, ids[tr], lengths[tr], data.y[tr], data.m[tr], data.w[tr],
+                                       epochs=args.epochs, lr_encoder=lr_encoder, lr_head=1e-3, batch=args.batch,
+                                       seed=SEED, dev_score=dev_score, log=log)
         candidates[f"{lr_encoder:g}"] = {"dev_macro_auc_per_epoch": history, "best_epoch": best_epoch}
         if best is None or max(history) > best[0]:
             best = (max(history), lr_encoder, best_epoch, {k: v.detach().clone() for k, v in
                                                           classifier.state_dict().items()})
     _, lr_encoder, best_epoch, state = best
-    report["finetune"] = {"candidates": candidates, "chosen_lr_encoder": lr_encoder, "chosen_epoch": best_epoch,
-                          "epochs": args.epochs, "batch": args.batch, "lr_head": 1e-3, "seed": SEED}
-
-    # 4. fp16 checkpoint, then thresholds through the served path with the fp16 weights
-    state16 = {k: v.half().cpu() for k, v in state.items()}
-    served = save_served(state16, comments, out, device, WINDOW_CHARS)
-    version = served.model_version
-    test = [c for c in comments if c.split == "test"]
-    test_scores = np.array([p["toxic"] for p in served.predict([c.text for c in test])])
-    report["finetuned_windows"] = _per_language(test, test_scores, None)
-    log(f"served model {version}: test macro AUC {report['finetuned_windows']['macro']:.4f} (windows)")
-
-    (out / "training-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    # 5. LOSO with fine-tuning, as far as the budget goes
-    if args.loso_finetune_budget > 0:
-        report["loso_finetune"] = _loso_finetune(comments, ids, lengths, y, m, w, split, datasets, lr_encoder,
-                                                 best_epoch, args.batch, device, args.loso_finetune_budget, log)
-    report["seconds"] = round(time.time() - started)
-    (out / "training-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    log(f"wrote {out}/use-ft.pt, thresholds.json, training-report.json")
+    return state, {"candidates": candidates, "chosen_lr_encoder": lr_encoder, "chosen_epoch": best_epoch,
+                   "epochs": args.epochs, "batch": args.batch, "lr_head": 1e-3, "seed": SEED}
 
 
 def save_served(state16: dict, comments, out: Path, device: str, window_chars: int) -> TextToxicityModel:
