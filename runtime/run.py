@@ -80,6 +80,7 @@ def main() -> None:
             admin_server = AdminServer(
                 redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host,
                 port=settings.admin_port, audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
+                image_previews=settings.dashboard_image_previews,
             )
             print(f"Admin API at {admin_server.start()}", flush=True)
         if first_key:
