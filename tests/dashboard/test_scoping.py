@@ -92,3 +92,12 @@ def test_a_moderator_sees_the_audit_entries_of_their_accounts_and_their_own_neve
     assert "/reject" in signed_in(client, "oscar", "operator").get("/dashboard/audit").text
     entry = client.get("/admin/v1/audit", headers=ADMIN).json()["entries"]
     assert any(e["account"] == "site-a" and e["action"].endswith("/approve") for e in entry)
+
+
+def test_an_admin_token_decision_is_audited_with_its_account_so_that_accounts_moderators_see_it(client, items):
+    decided = client.post(f"/admin/v1/reviews/{items['site-a']}/decision", json={"status": "approved"}, headers=ADMIN)
+    assert decided.status_code == 200
+    entry = client.get("/admin/v1/audit", headers=ADMIN).json()["entries"][0]
+    assert (entry["actor"], entry["account"]) == ("admin-token", "site-a")
+    assert "admin-token" in signed_in(client, "mia", accounts=["site-a"]).get("/dashboard/audit").text
+    assert "admin-token" not in signed_in(client, "noor", accounts=["site-b"]).get("/dashboard/audit").text
