@@ -323,7 +323,7 @@ return 1
 """
 
 # A moderator's claim on a review item (store/review_claims.py): taken if free, or renewed by its holder, in one step so
-# that two moderators opening the item at once cannot both hold it. KEYS[1] the claim key; ARGV[1] who claims,
+# that two moderators claiming the item at once cannot both hold it. KEYS[1] the claim key; ARGV[1] who claims,
 # ARGV[2] the claim's length in seconds. Returns {holder, seconds left}: the claimer when taken or renewed.
 CLAIM_REVIEW_ITEM = """
 local holder = redis.call('GET', KEYS[1])

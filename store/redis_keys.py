@@ -41,7 +41,7 @@ on its hash, moved at the decision); then it leaves every index. An account hold
                                           (or prune)
 
 Claims and decisions per hour (`store.review_claims`, `store.review_stats`), expiring:
-  mod:review:claim:{id}           string  the dashboard user who holds the item (opened it); expires after the
+  mod:review:claim:{id}           string  the dashboard user who holds the item (claimed it); expires after the
                                           claim's minutes
   mod:review:decided:{YYYY-MM-DDTHH}  string  decisions made in that UTC hour; expires two days later
 
