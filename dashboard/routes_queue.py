@@ -157,7 +157,8 @@ async def _decide(
         raise PageError(409, "This item has already been decided; a decision is final.") from None
     except ReviewItemNotFound:
         raise PageError(404, f"No review item {item_id}: it was never queued or its retention is over.") from None
-    await dash.claims.release(item_id, viewer.user.name)
+    finally:
+        await dash.claims.release(item_id, viewer.user.name)
     following = await dash.browser.next_after(item_id, queue_filter(request, viewer))
     target = item_url(following.id, filter_query(request)) if following else f"{PATH}/?{filter_query(request)}"
     return RedirectResponse(target, status_code=303)
@@ -166,7 +167,6 @@ async def _decide(
 @router.post("/settings")
 async def settings(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
     form = await checked_form(request, viewer.session)
-    user = viewer.user.model_copy(update={"blur_images": form.get("blur_images") == "on"})
-    await stores(request).users.save(user)
+    await stores(request).users.update(viewer.user.name, blur_images=form.get("blur_images") == "on")
     return RedirectResponse(form.text("back") if form.text("back").startswith(f"{PATH}/") else f"{PATH}/",
                             status_code=303)  # fmt: skip

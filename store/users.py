@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from redis.asyncio import Redis
+from redis.exceptions import WatchError
 
 from policy.names import NAME_PATTERN
 from store import redis_keys
@@ -150,35 +151,44 @@ class UserStore:
         rows = await self._redis.mget([redis_keys.user(name) for name in names])
         return [User.model_validate_json(raw) for raw in rows if raw is not None]
 
-    async def save(self, user: User) -> None:
-        """Writes a changed user (role, password hash, settings) only if it still exists: a deleted user stays so."""
-        await self._redis.set(redis_keys.user(user.name), user.model_dump_json(), xx=True)
+    async def update(self, name: str, **changes) -> User | None:
+        """Changes fields of a user that still exists (None when it does not): read and write in one optimistic
+        transaction, retried if the user changed in between, so two changes never undo each other (a settings save
+        cannot write back the role or generation an operator just changed)."""
+        key = redis_keys.user(name)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.get(key)
+                    if raw is None:
+                        return None
+                    user = User.model_validate_json(raw)
+                    changed = user.model_copy(update={field: change(user) if callable(change) else change
+                                                      for field, change in changes.items()})  # fmt: skip
+                    pipe.multi()
+                    pipe.set(key, changed.model_dump_json(), xx=True)
+                    await pipe.execute()
+                    return changed
+                except WatchError:
+                    continue
 
     async def set_password(self, name: str, password: str) -> User | None:
         """Raises InvalidPassword (nothing changed). A new generation: the user's sessions end."""
         password_hash = await asyncio.to_thread(hash_password, password)
-        user = await self.get(name)
-        if user is None:
-            return None
-        changed = user.model_copy(update={"password_hash": password_hash, "generation": user.generation + 1})
-        await self.save(changed)
-        return changed
+        return await self.update(name, password_hash=password_hash, generation=lambda user: user.generation + 1)
 
     async def assign(self, name: str, *, role: Role | None = None, accounts: list[str] | None = None) -> User | None:
         """Changes a user's role or accounts (None: unchanged); None when there is no such user. Raises
         InvalidAccounts. A changed role is a new generation (its sessions end); changed accounts take effect on the
         user's next request, since every request re-reads the user."""
-        user = await self.get(name)
-        if user is None:
-            return None
-        update: dict = {}
+        changes: dict = {}
         if accounts is not None:
-            update["accounts"] = checked_accounts(accounts)
-        if role is not None and role != user.role:
-            update.update(role=role, generation=user.generation + 1)
-        changed = user.model_copy(update=update)
-        await self.save(changed)
-        return changed
+            changes["accounts"] = checked_accounts(accounts)
+        if role is not None:
+            changes["generation"] = lambda user: user.generation + (role != user.role)
+            changes["role"] = role
+        return await self.update(name, **changes)
 
     async def delete(self, name: str) -> bool:
         """The user's sessions end with it: every request checks that its session's user still exists (and is the

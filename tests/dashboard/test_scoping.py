@@ -54,7 +54,8 @@ def test_another_accounts_item_is_a_404_like_a_missing_one_for_reading_claiming_
 
 def test_a_moderator_with_no_accounts_sees_nothing_and_an_operator_sees_everything(client, items):
     noor = signed_in(client, "noor")
-    assert item_ids_of(noor.get("/dashboard/").text) == []
+    queue = noor.get("/dashboard/").text
+    assert item_ids_of(queue) == [] and "No accounts are assigned to you" in queue
     assert noor.get(f"/dashboard/items/{items['site-a']}").status_code == 404
     olga = signed_in(client, "olga", "operator")
     assert item_ids_of(olga.get("/dashboard/").text) == [items["site-a"], items["site-b"]]

@@ -127,3 +127,13 @@ async def test_a_users_accounts_are_bounded_and_named(redis_client):
             await users.create("mia", "moderator", PASSWORD, accounts=bad)
     assert await users.get("mia") is None
     assert (await users.create("mia", "moderator", PASSWORD, accounts=["site-a"])).accounts == ["site-a"]
+
+
+async def test_concurrent_changes_to_a_user_never_undo_each_other(redis_client):
+    users = UserStore(redis_client)
+    await users.create("mia", "moderator", PASSWORD)
+    await asyncio.gather(*(users.update("mia", generation=lambda user: user.generation + 1) for _ in range(20)),
+                         users.update("mia", blur_images=False))  # fmt: skip
+    mia = await users.get("mia")
+    assert mia.generation == 20 and mia.blur_images is False
+    assert await users.update("nobody", blur_images=False) is None
