@@ -9,7 +9,8 @@ is logged here, without the entry's values beyond method and route).
 Not written: reads with the right token (GET/HEAD, or the log would mostly record itself being read), calls that
 never reached the token check (an unknown path, a wrong method: nobody was authenticated, and nothing changed),
 and 429s (a throttled source's tokens are refused without a new entry, so a guesser cannot push real entries out
-of the bounded log; its first `max_failures` per window are there as 401s).
+of the bounded log; its first `max_failures` per window are there as 401s), and requests whose route asked to be
+left out (SKIP_STATE: a dashboard login's wrong password that engaged no brake).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import logging
 from redis.exceptions import RedisError
 
 from serve_app.response_start import NotingSend
-from store.audit_log import ACTOR_STATE, TARGET_STATE, AuditLog
+from store.audit_log import ACCOUNT_STATE, ACTOR_STATE, SKIP_STATE, TARGET_STATE, AuditLog
 
 log = logging.getLogger("moderation.admin.audit")
 
@@ -30,6 +31,8 @@ TARGET_PARAMS = ("name", "key_id", "account", "item_id", "endpoint_id")
 
 def actor_of(scope: dict, method: str, status: int) -> str | None:
     """Who to record the request as, or None when it is not recorded."""
+    if (scope.get("state") or {}).get(SKIP_STATE):
+        return None
     if status == 401:
         return "unauthenticated"
     actor = (scope.get("state") or {}).get(ACTOR_STATE)
@@ -75,6 +78,7 @@ class AdminAuditMiddleware:
                 action=action,
                 target=target_of(scope),
                 status=status,
+                account=str((scope.get("state") or {}).get(ACCOUNT_STATE) or ""),
             )
         except RedisError as exc:
             log.warning("audit entry for %s (status %s) not written: %s", action, status, type(exc).__name__)

@@ -19,7 +19,7 @@ from store.score_suggestions import Suggestion
 from store.quota import month_of
 from policy.names import NAME_PATTERN, STREAM_ID_PATTERN
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
-from store.audit_log import TARGET_STATE
+from store.audit_log import ACCOUNT_STATE, TARGET_STATE
 from admin.guard import require_admin
 from serve_app.auth import services
 from serve_app.errors import InvalidRequest, NoSuchReviewItem, NotFound, found
@@ -145,7 +145,9 @@ async def get_review(item_id: str, request: Request) -> ReviewItem:
 @router.post("/reviews/{item_id}/decision", response_model=ReviewItem)
 async def decide_review(item_id: str, body: ReviewDecision, request: Request) -> ReviewItem:
     # ReviewItemNotFound and ReviewAlreadyDecided answer 404 and 409 (serve_app.errors).
-    return await services(request).reviews.decide(review_id(item_id), body.status, decided_by="admin-token")
+    item = await services(request).reviews.decide(review_id(item_id), body.status, decided_by="admin-token")
+    setattr(request.state, ACCOUNT_STATE, item.account)  # its audit entry shows to that account's moderators
+    return item
 
 
 @router.get("/audit", response_model=AuditPage)

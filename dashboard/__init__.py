@@ -19,20 +19,26 @@ from dashboard.pages import render
 from dashboard.stores import DashboardStores
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-# Scripts and styles only from the service; images from anywhere over http(s), since a queue item's preview is the
-# client's own image_url, loaded by the moderator's browser (the service never fetches it). No framing, no form
-# posting elsewhere, and no referrer sent to the image hosts.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' https: http: data:; script-src 'self'; "
-    "style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-}
+# Scripts and styles only from the service; images from the service and, with previews on, from any https host,
+# since a queue item's preview is the client's own image_url, loaded by the moderator's browser (the service never
+# fetches it; plain http never, so the network does not see what a moderator looks at). No framing, no form posting
+# elsewhere, and no referrer sent to the image hosts.
+def page_headers(image_previews: bool) -> dict[str, str]:
+    images = "img-src 'self' https: data:" if image_previews else "img-src 'self' data:"
+    return {
+        "Content-Security-Policy": f"default-src 'self'; {images}; script-src 'self'; "
+        "style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Frame-Options": "DENY",
+    }
 
 
-def install(app: FastAPI, stores: DashboardStores) -> None:
+def install(app: FastAPI, stores: DashboardStores, image_previews: bool = True) -> None:
+    """`image_previews`: whether item pages show the client's https image_url (MODERATION_DASHBOARD_IMAGE_PREVIEWS)."""
     app.state.dashboard = stores
+    app.state.dashboard_image_previews = image_previews
+    headers = page_headers(image_previews)
     app.mount(f"{PATH}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
     for module in (routes_login, routes_queue, routes_config, routes_people, routes_insight):
         app.include_router(module.router)
@@ -56,6 +62,6 @@ def install(app: FastAPI, stores: DashboardStores) -> None:
     async def _headers(request: Request, call_next):
         response = await call_next(request)
         if request.url.path.startswith(PATH):
-            for name, value in PAGE_HEADERS.items():
+            for name, value in headers.items():
                 response.headers.setdefault(name, value)
         return response

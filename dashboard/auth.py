@@ -33,6 +33,15 @@ class Viewer:
     def is_operator(self) -> bool:
         return self.user.role == "operator"
 
+    @property
+    def scope(self) -> frozenset[str] | None:
+        """The accounts whose review items this user sees and decides: None (every account) for an operator, the
+        assigned ones for a moderator (none assigned: nothing)."""
+        return None if self.is_operator else frozenset(self.user.accounts)
+
+    def may_see(self, account: str) -> bool:
+        return self.scope is None or account in self.scope
+
 
 def stores(request: Request) -> DashboardStores:
     return request.app.state.dashboard
@@ -48,7 +57,9 @@ async def signed_in(request: Request) -> Viewer:
     token = request.cookies.get(COOKIE, "")
     session = await stores(request).sessions.get(token) if token else None
     user = await stores(request).users.get(session.user) if session else None
-    if session is None or user is None:
+    # The same user as at login, not just the same name: deleted and re-created, or with a new password or role,
+    # it is another generation, and every session opened before has ended.
+    if session is None or user is None or (user.id, user.generation) != (session.user_id, session.generation):
         raise LoginRequired()
     viewer = Viewer(user=user, session=session, token=token)
     request.state.viewer = viewer
@@ -74,6 +85,15 @@ def set_cookie(response: Response, request: Request, name: str, value: str, max_
     """Every cookie of the dashboard: HttpOnly, SameSite=Strict, only under /dashboard, Secure over TLS."""
     response.set_cookie(name, value, max_age=max_age_s, path=PATH, httponly=True, samesite="strict",
                         secure=over_tls(request))  # fmt: skip
+
+
+async def open_session(request: Request, user: User) -> tuple[str, Session]:
+    """A new session for `user`: its cookie value (for set_session_cookie) and the session."""
+    return await stores(request).sessions.create(user.name, user.id, user.generation)
+
+
+def set_session_cookie(response: Response, request: Request, token: str) -> None:
+    set_cookie(response, request, COOKIE, token, stores(request).sessions.ttl_s)
 
 
 def clear_session_cookie(response: Response) -> None:

@@ -8,7 +8,7 @@ import time
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from dashboard.auth import PATH, Viewer, operator, signed_in, stores
+from dashboard.auth import PATH, Viewer, actor, operator, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.pages import render
 from store import redis_keys
@@ -46,12 +46,20 @@ async def accounts_page(request: Request, viewer: Viewer = Depends(operator)) ->
 
 @router.get("/audit")
 async def audit_page(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
-    """Every decision and operator action, newest first (store/audit_log.py): moderators see it too, so a decision's
-    author is never a secret inside the team."""
+    """Every decision and operator action, newest first (store/audit_log.py). An operator sees every entry; a
+    moderator sees the decisions on their accounts' items (so a decision's author is never a secret inside the team
+    of an account) and their own actions, nothing of other accounts and no operator changes."""
     before = request.query_params.get("before") or None
     if before is not None and not re.fullmatch(STREAM_ID_PATTERN, before):
         raise PageError(400, "The audit page's cursor is not an entry id.")
     audit = services(request).audit
     if audit is None:
         raise PageError(404, "This listener keeps no audit log.")
-    return render(request, "audit.html", page=await audit.page(limit=AUDIT_PAGE, before=before))
+    return render(request, "audit.html", page=await audit.page(limit=AUDIT_PAGE, before=before, visible=_visible(viewer)))
+
+
+def _visible(viewer: Viewer):
+    if viewer.is_operator:
+        return None
+    me = actor(viewer.user.name)
+    return lambda entry: entry.actor == me or (entry.account != "" and viewer.may_see(entry.account))

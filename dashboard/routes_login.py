@@ -1,6 +1,14 @@
-"""Logging in and out. Both are in the audit log, and so is every wrong password (as a 401 of "unauthenticated",
-naming the account tried); past the per-account limit of wrong passwords (store/sessions.py) the account's logins
-answer 429 until its window ends."""
+"""Logging in and out (docs/dashboard.md, "Logging in").
+
+A login name is checked against the user-name rule first: a malformed or over-long one is refused (400) before any
+hash or store write. Then the two brakes of store/sessions.py: past the per-address limit of wrong passwords the
+address's logins answer 429 until its window ends; past the per-name limit, the name answers 429 to addresses that
+have failed in their current window (a fresh address always may try). Only then is the password hashed.
+
+The audit log records logins, logouts, and each brake as it engages (once per window per address, and per name when
+that name is a user's): never each wrong password, so a guesser cannot push real entries out of the bounded log,
+and never a typed name that is no user's.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +19,23 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import RedirectResponse, Response
 
 from dashboard.auth import (
-    COOKIE, PATH, Viewer, actor, clear_session_cookie, set_cookie, signed_in, stores,
+    PATH, Viewer, actor, clear_session_cookie, open_session, set_cookie, set_session_cookie, signed_in, stores,
 )  # fmt: skip
 from dashboard.errors import PageError
 from dashboard.forms import CSRF_FIELD, checked_form, read_page_form
 from dashboard.pages import render
-from store.audit_log import ACTOR_STATE, TARGET_STATE
+from store.audit_log import ACTOR_STATE, SKIP_STATE, TARGET_STATE
+from store.users import valid_login_name
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 # Before there is a session, the login form's CSRF token is a double-submit cookie: another site's page can neither
 # read it nor (SameSite=Strict) make the browser send it, so it cannot log a moderator in as someone else.
 LOGIN_COOKIE = "moderation_login_csrf"
 LOGIN_COOKIE_AGE_S = 3600
+BRAKE_MESSAGES = {
+    "address": "Too many wrong passwords from your address; try again in {s} s.",
+    "name": "Too many wrong passwords for this account; try again in {s} s (or from another network).",
+}
 
 
 def _login_page(request: Request, status: int = 200, message: str = "", name: str = "") -> Response:
@@ -30,6 +43,11 @@ def _login_page(request: Request, status: int = 200, message: str = "", name: st
     response = render(request, "login.html", status=status, login_csrf=token, message=message, name=name)
     set_cookie(response, request, LOGIN_COOKIE, token, LOGIN_COOKIE_AGE_S)
     return response
+
+
+def client_address(request: Request) -> str:
+    """The peer's address: the listener is reached directly (docs/dashboard.md says so for proxies)."""
+    return request.client.host if request.client else "unknown"
 
 
 @router.get("/login")
@@ -44,22 +62,37 @@ async def login(request: Request) -> Response:
     if not expected or not hmac.compare_digest(form.get(CSRF_FIELD, "").encode(), expected.encode()):
         raise PageError(403, "The login form expired or came from another page: reload it and try again.")
     name, password = form.text("name"), form.get("password", "")
-    setattr(request.state, TARGET_STATE, name[:64])  # the audit log names the account tried
-    logins = stores(request).logins
-    locked_s = await logins.locked_for_s(name)
-    if locked_s:
-        raise PageError(429, f"Too many wrong passwords for this account; try again in {locked_s} s.", locked_s)
+    if not valid_login_name(name):
+        setattr(request.state, SKIP_STATE, True)
+        raise PageError(400, "A user name is 1 to 64 letters, digits, '.', '_' or '-'.")
+    logins, address = stores(request).logins, client_address(request)
+    verdict = await logins.check(name, address)
+    if verdict.retry_after_s:
+        raise PageError(429, BRAKE_MESSAGES[verdict.reason].format(s=verdict.retry_after_s), verdict.retry_after_s)
     user = await stores(request).users.authenticate(name, password)
     if user is None:
-        await logins.failed(name)
+        await _failed(request, name)
         return _login_page(request, 401, "Wrong name or password.", name)
     await logins.succeeded(name)
-    token, _ = await stores(request).sessions.create(user.name)
+    setattr(request.state, TARGET_STATE, user.name)
     setattr(request.state, ACTOR_STATE, actor(user.name))
+    token, _ = await open_session(request, user)
     response = RedirectResponse(f"{PATH}/", status_code=303)
-    set_cookie(response, request, COOKIE, token, stores(request).sessions.ttl_s)
+    set_session_cookie(response, request, token)
     response.delete_cookie(LOGIN_COOKIE, path=PATH)
     return response
+
+
+async def _failed(request: Request, name: str) -> None:
+    """Counts a wrong password; it reaches the audit log only when it engages a brake, naming only a real user."""
+    tripped = await stores(request).logins.failed(name, client_address(request))
+    real_user = tripped.name and await stores(request).users.get(name) is not None
+    if real_user:
+        setattr(request.state, TARGET_STATE, name)
+    elif tripped.address:
+        setattr(request.state, TARGET_STATE, "")
+    else:
+        setattr(request.state, SKIP_STATE, True)
 
 
 @router.post("/logout")

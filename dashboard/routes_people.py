@@ -1,5 +1,6 @@
-"""Dashboard users: operators create one (moderator or operator) with a first password or delete one; everyone
-changes their own password.
+"""Dashboard users: operators create one (moderator or operator) with a first password, change its role and the
+accounts a moderator works on, or delete one; everyone changes their own password. A new password, a new role and a
+deletion end every session the user had (store/users.py generation); new accounts apply at the user's next request.
 
 The CLI does the same (`moderation-admin user-create`), for the first operator of an install. An operator cannot
 delete their own account here, so an install is never left without the operator who is using it.
@@ -12,12 +13,12 @@ import re
 from fastapi import APIRouter, Depends, Path, Request
 from starlette.responses import RedirectResponse, Response
 
-from dashboard.auth import PATH, Viewer, operator, signed_in, stores
+from dashboard.auth import PATH, Viewer, open_session, operator, set_session_cookie, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
 from policy.names import NAME_PATTERN
-from store.users import ROLES, InvalidPassword, UserExists
+from store.users import ROLES, InvalidAccounts, InvalidPassword, UserExists
 from store.audit_log import TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
@@ -37,11 +38,36 @@ async def create_user(request: Request, viewer: Viewer = Depends(operator)) -> R
                              f"{', '.join(ROLES)}.")  # fmt: skip
     setattr(request.state, TARGET_STATE, name)
     try:
-        await stores(request).users.create(name, role, form.get("password", ""))
+        await stores(request).users.create(name, role, form.get("password", ""), accounts=_accounts(form.get("accounts", "")))
     except UserExists:
         raise PageError(409, f"Not created: a user named {name} exists already.") from None
-    except InvalidPassword as error:
+    except (InvalidPassword, InvalidAccounts) as error:
         raise PageError(400, f"Not created: {error}") from None
+    return RedirectResponse(f"{PATH}/users", status_code=303)
+
+
+def _accounts(field: str) -> list[str]:
+    """The form's accounts: one per line or comma-separated."""
+    return [account for line in field.replace(",", "\n").splitlines() if (account := line.strip())]
+
+
+@router.post("/users/{name}/assign")
+async def assign_user(
+    request: Request, name: str = Path(pattern=NAME_PATTERN), viewer: Viewer = Depends(operator)
+) -> Response:
+    """An operator sets a user's role and accounts. Not their own role: an install keeps the operator using it."""
+    form = await checked_form(request, viewer.session)
+    role = form.text("role")
+    if role not in ROLES:
+        raise PageError(400, f"Not changed: a role is one of {', '.join(ROLES)}.")
+    if name == viewer.user.name and role != viewer.user.role:
+        raise PageError(400, "You cannot change your own role while you use it.")
+    try:
+        changed = await stores(request).users.assign(name, role=role, accounts=_accounts(form.get("accounts", "")))
+    except InvalidAccounts as error:
+        raise PageError(400, f"Not changed: {error}") from None
+    if changed is None:
+        raise PageError(404, f"No user named {name}.")
     return RedirectResponse(f"{PATH}/users", status_code=303)
 
 
@@ -72,7 +98,15 @@ async def change_password(request: Request, viewer: Viewer = Depends(signed_in))
     if form.get("new", "") != form.get("again", ""):
         raise PageError(400, "The new password and its repetition differ; nothing was changed.")
     try:
-        await users.set_password(viewer.user.name, form.get("new", ""))
+        changed = await users.set_password(viewer.user.name, form.get("new", ""))
     except InvalidPassword as error:
         raise PageError(400, f"Not changed: {error}") from None
-    return render(request, "password.html", notice="Your password was changed.")
+    if changed is None:
+        raise PageError(404, "Your account was deleted meanwhile.")
+    # Every session of the old password has ended (a new generation), this one too: the browser gets a new one.
+    await stores(request).sessions.end(viewer.token)
+    token, session = await open_session(request, changed)
+    response = render(request, "password.html", csrf_token=session.csrf_token,
+                      notice="Your password was changed; your other sessions have ended.")  # fmt: skip
+    set_session_cookie(response, request, token)
+    return response

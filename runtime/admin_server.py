@@ -30,19 +30,19 @@ from dashboard.stores import DashboardStores
 from serve_app.services import Services
 
 
-def create_admin_listener_app(services: Services, admin_token: str):
+def create_admin_listener_app(services: Services, admin_token: str, image_previews: bool = True):
     """The admin listener's ASGI app: the admin API with the dashboard's pages beside it."""
     app = create_admin_app(services, admin_token)
     if services.redis is not None:  # Services without a store connection of their own (tests) get no dashboard
-        install_dashboard(app, DashboardStores.over(services.redis))
+        install_dashboard(app, DashboardStores.over(services.redis), image_previews=image_previews)
     return app
 
 
 class AdminServer:
     def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int, audit_rules: AuditRules | None = None,
-                 webhook_rules: WebhookRules | None = None):  # fmt: skip
+                 webhook_rules: WebhookRules | None = None, image_previews: bool = True):  # fmt: skip
         services = Services.connect(redis_url, backends=None, audit_rules=audit_rules, webhook_rules=webhook_rules)
-        app = create_admin_listener_app(services, admin_token)
+        app = create_admin_listener_app(services, admin_token, image_previews)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="admin-api", daemon=True)
@@ -73,6 +73,7 @@ def main() -> int:
     server = AdminServer(
         redis_url=settings.redis_url, admin_token=settings.admin_token, host=settings.admin_host,
         port=settings.admin_port, audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
+        image_previews=settings.dashboard_image_previews,
     )
     print(f"Admin API at {server.start()}", flush=True)
     try:

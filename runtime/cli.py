@@ -13,6 +13,8 @@
     moderation-admin webhooks create acme https://hooks.example/moderation         (runtime/cli_webhooks.py)
     moderation-admin hashbank export acme > bank.csv                              (runtime/cli_webhooks.py)
     moderation-admin users create alice --role operator      (asks for the password; or MODERATION_USER_PASSWORD)
+    moderation-admin users create bob --account site-a --account site-b      (a moderator of two accounts)
+    moderation-admin users assign bob --account site-a       (sets bob's accounts; --role changes the role)
     moderation-admin users list
     moderation-admin users delete alice
 
@@ -69,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     new_user = users.add_parser("create", help="a dashboard user; the password is asked for, never an argument")
     new_user.add_argument("name")
     new_user.add_argument("--role", choices=["moderator", "operator"], default="moderator")
+    new_user.add_argument("--account", action="append", default=[], help="an account the moderator works on")
+    assign = users.add_parser("assign", help="set a user's accounts (all of them) or role")
+    assign.add_argument("name")
+    assign.add_argument("--role", choices=["moderator", "operator"])
+    assign.add_argument("--account", action="append", help="an account the moderator works on (repeat)")
     users.add_parser("list")
     users.add_parser("delete").add_argument("name")
 
@@ -121,9 +128,13 @@ def _user_request(args: argparse.Namespace) -> tuple[str, str, dict]:
         return "GET", "/admin/v1/users", {}
     if args.action == "delete":
         return "DELETE", f"/admin/v1/users/{args.name}", {}
+    if args.action == "assign":
+        body = {"role": args.role, "accounts": args.account}
+        return "PATCH", f"/admin/v1/users/{args.name}", {"json": {k: v for k, v in body.items() if v is not None}}
     # Never a command-line argument: those are visible to every user of the machine (ps) and kept in shell history.
     password = os.environ.get("MODERATION_USER_PASSWORD") or getpass.getpass(f"Password for {args.name}: ")
-    return "POST", "/admin/v1/users", {"json": {"name": args.name, "role": args.role, "password": password}}
+    body = {"name": args.name, "role": args.role, "password": password, "accounts": args.account}
+    return "POST", "/admin/v1/users", {"json": body}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     # The admin audit log (store/audit_log.py): its newest entries kept, and how long an entry is kept.
     admin_audit_max_entries: int = Field(default=AuditRules.max_entries, ge=100)
     admin_audit_retention_days: float = Field(default=AuditRules.retention_s / DAY_S, gt=0)
+    # The dashboard's item pages show a client's https image_url as a preview, loaded by the moderator's browser
+    # (never plain http); false: no previews at all, and the pages' CSP allows no outside image.
+    dashboard_image_previews: bool = True
     config_dir: Path = PROJECT_ROOT / "config"
     serve_config: Path = PROJECT_ROOT / "serve_config.yaml"
     # The model registry the model deployments load versions from.

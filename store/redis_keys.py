@@ -32,21 +32,30 @@ on its hash, moved at the decision); then it leaves every index. An account hold
   mod:review:account:{account}    zset    ids of the account's items, score = id
   mod:review:pending:{account}    zset    ids of the account's pending items, score = unix time it expires;
                                           its size is what the cap counts
+  mod:review:pending-ids:{account}  zset  the same ids, score = id: the account's queue in order, read by the
+                                          dashboard's account filter and by moderators scoped to accounts
+                                          (store/review_browse.py); items queued before it existed are added from
+                                          the pending set above on first read (ReviewBrowser backfill)
   mod:review:expiring             zset    `{id}:{account}` of every item, score = unix time it expires;
                                           whatever is due leaves the indexes at the next creation, decision
                                           (or prune)
 
 Claims and decisions per hour (`store.review_claims`, `store.review_stats`), expiring:
-  mod:review:claim:{id}           string  the dashboard user who holds the item (opened it); expires after the
+  mod:review:claim:{id}           string  the dashboard user who holds the item (claimed it); expires after the
                                           claim's minutes
   mod:review:decided:{YYYY-MM-DDTHH}  string  decisions made in that UTC hour; expires two days later
 
 Dashboard users and their sessions (`store.users`):
-  mod:user:{name}                 string  User as JSON (role, scrypt password hash, settings); never expires
+  mod:user:{name}                 string  User as JSON (id, generation, role, accounts, scrypt password hash,
+                                          settings); never expires
   mod:users                       set     every user's name
-  mod:session:{sha256}            string  Session as JSON (user, CSRF token) of the cookie whose SHA-256 this
-                                          is; the cookie itself is never stored; expires with the session
-  mod:login-failures:{name}       string  wrong passwords for the user in the current window; expires with it
+  mod:session:{sha256}            string  Session as JSON (user name, id and generation, CSRF token) of the cookie
+                                          whose SHA-256 this is; the cookie itself is never stored; expires with
+                                          the session
+  mod:login-failures:{sha256}     string  wrong passwords for the login name with this SHA-256 in the current
+                                          window; expires with it
+  mod:login-failures-from:{addr}  string  wrong passwords from this client address in the current window;
+                                          expires with it
 
 Reports (`ReviewQueue.report`), all expiring:
   mod:reports:ref:{sha256}:{account}      hash    one reference's reports: `count`, and `review` (the id of the
@@ -176,6 +185,14 @@ def review_pending_of(account: str) -> str:
     return f"{REVIEW_PENDING_ACCOUNT_PREFIX}{account}"
 
 
+# The scripts keep each account's pending ids in id order too, naming the key from inside Redis, by account.
+REVIEW_PENDING_IDS_PREFIX = f"{PREFIX}review:pending-ids:"
+
+
+def review_pending_ids_of(account: str) -> str:
+    return f"{REVIEW_PENDING_IDS_PREFIX}{account}"
+
+
 def review_expiring() -> str:
     return f"{PREFIX}review:expiring"
 
@@ -269,5 +286,9 @@ def session(token_sha256_hex: str) -> str:
     return f"{PREFIX}session:{token_sha256_hex}"
 
 
-def login_failures(name: str) -> str:
-    return f"{PREFIX}login-failures:{name}"
+def login_failures(name_sha256_hex: str) -> str:
+    return f"{PREFIX}login-failures:{name_sha256_hex}"
+
+
+def login_failures_from(address: str) -> str:
+    return f"{PREFIX}login-failures-from:{address}"

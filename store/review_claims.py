@@ -1,8 +1,9 @@
-"""Who is working on which review item: a moderator who opens an item claims it for a few minutes.
+"""Who is working on which review item: a moderator who claims an item (the item page's Claim button, or deciding
+it) holds it for a few minutes. Opening an item never claims it: a GET changes nothing.
 
 A claim keeps two moderators from working the same item at once; it is a courtesy, not the guard on decisions:
 a decision is final whoever holds the claim (ReviewQueue.decide answers ReviewAlreadyDecided to the second one).
-Taking or renewing a claim is one script (store/lua.py CLAIM_REVIEW_ITEM), so two moderators opening an item at
+Taking or renewing a claim is one script (store/lua.py CLAIM_REVIEW_ITEM), so two moderators claiming an item at
 the same moment cannot both hold it. A claim expires by itself: a moderator who walks away frees the item.
 """
 

@@ -182,7 +182,7 @@ class ReviewQueue:
         # The layout of the scripts' queue arguments (store/lua.py, _REVIEW_LAYOUT).
         return [
             redis_keys.REVIEW_ITEM_PREFIX, redis_keys.REVIEW_ACCOUNT_PREFIX, redis_keys.REVIEW_PENDING_ACCOUNT_PREFIX,
-            repr(now), _PRUNE_PER_CALL,
+            repr(now), _PRUNE_PER_CALL, redis_keys.REVIEW_PENDING_IDS_PREFIX,
         ]  # fmt: skip
 
     def _new_item_args(self, account: str, data: _ItemData, now: float) -> tuple[list[str], list]:

@@ -3,6 +3,10 @@
 Machines keep the admin token (admin/guard.py); people log in with a name and a password. A password is
 stored only as a scrypt hash (hashlib's, a memory-hard KDF in the standard library, so no extra dependency), with
 its own random salt and its cost parameters beside it, so the cost can be raised later without breaking old hashes.
+A user has an `id` (random, new at every creation) and a `generation` (bumped at every password or role change);
+a session holds both (store/sessions.py), so deleting and re-creating a name, or changing its password or role,
+ends every session opened before. A moderator sees and decides only the items of the `accounts` an operator
+assigned them (none: nothing); an operator sees every account.
 Key schema: `store.redis_keys` (mod:user:{name}, mod:users).
 """
 
@@ -12,13 +16,16 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from redis.asyncio import Redis
+from redis.exceptions import WatchError
 
+from policy.names import NAME_PATTERN
 from store import redis_keys
 
 Role = Literal["moderator", "operator"]
@@ -26,6 +33,9 @@ ROLES: tuple[Role, ...] = ("moderator", "operator")
 MIN_PASSWORD_CHARS = 10
 # scrypt is fed the whole password; past this it is a denial of service, not a password.
 MAX_PASSWORD_CHARS = 1024
+# A moderator's accounts are read on every request: a bound keeps that read (and the queue's merge) small.
+MAX_ACCOUNTS_PER_USER = 100
+MAX_ACCOUNT_CHARS = 200  # as an API key's account (admin/routes.py KeyRequest)
 # OWASP's scrypt floor (N=2^17, r=8, p=1): 128 MiB and about a tenth of a second per hash, which a login can afford
 # and a guesser with a stolen store cannot multiply cheaply.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**17, 8, 1
@@ -40,6 +50,10 @@ class InvalidPassword(ValueError):
     """A password shorter than MIN_PASSWORD_CHARS or longer than MAX_PASSWORD_CHARS."""
 
 
+class InvalidAccounts(ValueError):
+    """More than MAX_ACCOUNTS_PER_USER accounts, or an empty or over-long account name."""
+
+
 class User(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -47,6 +61,11 @@ class User(BaseModel):
     role: Role
     password_hash: str
     created_at: float
+    # "" for a user stored before ids existed; any later creation gets a random one.
+    id: str = ""
+    generation: int = 0
+    # The accounts whose review items a moderator sees and decides (an operator's are ignored: it sees all).
+    accounts: list[str] = []
     # Moderator wellbeing: queue images are shown blurred and grey until clicked (each user's own setting).
     blur_images: bool = True
 
@@ -79,6 +98,22 @@ def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
     return hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=memory, dklen=SCRYPT_KEY_BYTES)
 
 
+def valid_login_name(name: str) -> bool:
+    """Whether `name` could be a user's at all: checked before any hash or store write, so a malformed or huge
+    name costs a regular expression and nothing else."""
+    return len(name) <= 64 and re.fullmatch(NAME_PATTERN, name) is not None
+
+
+def checked_accounts(accounts: list[str]) -> list[str]:
+    """The accounts, trimmed, de-duplicated and sorted; raises InvalidAccounts."""
+    cleaned = sorted({account.strip() for account in accounts})
+    if len(cleaned) > MAX_ACCOUNTS_PER_USER:
+        raise InvalidAccounts(f"A user has at most {MAX_ACCOUNTS_PER_USER} accounts.")
+    if any(not account or len(account) > MAX_ACCOUNT_CHARS for account in cleaned):
+        raise InvalidAccounts(f"An account name has 1 to {MAX_ACCOUNT_CHARS} characters.")
+    return cleaned
+
+
 def check_password_rules(password: str) -> None:
     if not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS:
         raise InvalidPassword(f"A password has {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters.")
@@ -88,11 +123,15 @@ class UserStore:
     def __init__(self, redis: Redis):
         self._redis = redis
 
-    async def create(self, name: str, role: Role, password: str, now: float | None = None) -> User:
-        """Raises UserExists (nothing written) or InvalidPassword."""
+    async def create(
+        self, name: str, role: Role, password: str, now: float | None = None, accounts: list[str] | None = None
+    ) -> User:
+        """Raises UserExists (nothing written), InvalidPassword or InvalidAccounts."""
+        accounts = checked_accounts(accounts or [])
         # In a worker thread: a tenth of a second of scrypt must not stall the listener's other requests.
         password_hash = await asyncio.to_thread(hash_password, password)
-        user = User(name=name, role=role, password_hash=password_hash, created_at=time.time() if now is None else now)
+        user = User(name=name, role=role, password_hash=password_hash, created_at=time.time() if now is None else now,
+                    id=secrets.token_urlsafe(16), accounts=accounts)  # fmt: skip
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(redis_keys.user(name), user.model_dump_json(), nx=True)
             pipe.sadd(redis_keys.users(), name)
@@ -112,19 +151,48 @@ class UserStore:
         rows = await self._redis.mget([redis_keys.user(name) for name in names])
         return [User.model_validate_json(raw) for raw in rows if raw is not None]
 
-    async def save(self, user: User) -> None:
-        """Writes a changed user (role, password hash, settings) only if it still exists: a deleted user stays so."""
-        await self._redis.set(redis_keys.user(user.name), user.model_dump_json(), xx=True)
+    async def update(self, name: str, **changes) -> User | None:
+        """Changes fields of a user that still exists (None when it does not): read and write in one optimistic
+        transaction, retried if the user changed in between, so two changes never undo each other (a settings save
+        cannot write back the role or generation an operator just changed)."""
+        key = redis_keys.user(name)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.get(key)
+                    if raw is None:
+                        return None
+                    user = User.model_validate_json(raw)
+                    changed = user.model_copy(update={field: change(user) if callable(change) else change
+                                                      for field, change in changes.items()})  # fmt: skip
+                    pipe.multi()
+                    pipe.set(key, changed.model_dump_json(), xx=True)
+                    await pipe.execute()
+                    return changed
+                except WatchError:
+                    continue
 
-    async def set_password(self, name: str, password: str) -> None:
-        """Raises InvalidPassword (nothing changed)."""
+    async def set_password(self, name: str, password: str) -> User | None:
+        """Raises InvalidPassword (nothing changed). A new generation: the user's sessions end."""
         password_hash = await asyncio.to_thread(hash_password, password)
-        user = await self.get(name)
-        if user is not None:
-            await self.save(user.model_copy(update={"password_hash": password_hash}))
+        return await self.update(name, password_hash=password_hash, generation=lambda user: user.generation + 1)
+
+    async def assign(self, name: str, *, role: Role | None = None, accounts: list[str] | None = None) -> User | None:
+        """Changes a user's role or accounts (None: unchanged); None when there is no such user. Raises
+        InvalidAccounts. A changed role is a new generation (its sessions end); changed accounts take effect on the
+        user's next request, since every request re-reads the user."""
+        changes: dict = {}
+        if accounts is not None:
+            changes["accounts"] = checked_accounts(accounts)
+        if role is not None:
+            changes["generation"] = lambda user: user.generation + (role != user.role)
+            changes["role"] = role
+        return await self.update(name, **changes)
 
     async def delete(self, name: str) -> bool:
-        """The user's sessions end with it: every request checks that its session's user still exists."""
+        """The user's sessions end with it: every request checks that its session's user still exists (and is the
+        same user: a re-created name has a new id)."""
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.delete(redis_keys.user(name))
             pipe.srem(redis_keys.users(), name)

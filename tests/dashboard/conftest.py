@@ -28,6 +28,22 @@ def key(api: Api) -> dict:
 
 
 @pytest.fixture
+def client_from(redis_url):
+    """Clients of fresh admin listener apps (over the same store) seen from the given client address: other
+    browsers on other networks. Closed at the test's end."""
+    opened = []
+
+    def open_client(address: str, image_previews: bool = True) -> TestClient:
+        app = create_admin_listener_app(Services.connect(redis_url, None), ADMIN_TOKEN, image_previews)
+        opened.append(TestClient(app, client=(address, 50000)).__enter__())
+        return opened[-1]
+
+    yield open_client
+    for each in opened:
+        each.__exit__(None, None, None)
+
+
+@pytest.fixture
 def client(api, redis_url):
     """A client of the admin listener's app (admin API and dashboard) over the seeded store of `api`. One client per
     test: its store connections belong to its event loop; `cookies.clear()` makes it another browser."""

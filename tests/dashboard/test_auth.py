@@ -1,14 +1,15 @@
-"""Dashboard users, logins and sessions: scrypt hashes, the session cookie's flags, CSRF on every form, the brake
-on wrong passwords per account, roles, and the audit log of all of it."""
+"""Dashboard users, logins and sessions: scrypt hashes, the session cookie's flags, CSRF on every form, login names
+checked first, the brakes on wrong passwords per address and per name, roles, and the audit log of all of it."""
 
 from __future__ import annotations
 
 import redis
 from support.api import ADMIN_TOKEN
-from support.dashboard import PASSWORD, csrf_of, log_in, make_user, post_form
+from support.dashboard import ADMIN, PASSWORD, csrf_of, log_in, make_user, post_form
 
 from store import redis_keys
-from store.sessions import MAX_LOGIN_FAILURES
+from store import users as users_module
+from store.sessions import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME
 from store.users import verify_password
 
 
@@ -53,18 +54,52 @@ def test_a_form_without_the_sessions_csrf_token_is_refused_and_changes_nothing(c
     assert response.status_code == 403 and "moderation_session" not in response.headers.get("set-cookie", "")
 
 
-def test_wrong_passwords_are_audited_and_past_the_limit_the_account_is_locked_even_for_the_right_one(client):
+def test_a_malformed_or_huge_login_name_is_refused_before_any_hash_or_store_write(client, redis_url, monkeypatch):
+    hashed = []
+    monkeypatch.setattr(users_module, "verify_password", lambda *args: hashed.append(args) or False)
+    for name in ("x" * 60_000, "-mia", "mia bob", "a" * 65):
+        response = log_in(client, name, "whatever-password")
+        assert response.status_code == 400 and "1 to 64" in response.text
+    assert hashed == []
+    with redis.Redis.from_url(redis_url, decode_responses=True) as store:
+        assert not list(store.scan_iter(match=f"{redis_keys.PREFIX}login-failures*"))
+    assert all(entry[1] != "POST /dashboard/login" for entry in audit(client))
+
+
+def test_past_the_names_limit_the_guessing_addresses_wait_but_the_right_password_gets_in_from_a_fresh_one(
+    client, client_from
+):
     make_user(client, "mia")
-    for _ in range(MAX_LOGIN_FAILURES):
-        assert log_in(client, "mia", "wrong-password!").status_code == 401
-    locked = log_in(client, "mia")
-    assert locked.status_code == 429 and int(locked.headers["retry-after"]) > 0
+    guesser = client_from("203.0.113.9")
+    for _ in range(MAX_FAILURES_PER_NAME):
+        assert log_in(guesser, "mia", "wrong-password!").status_code == 401
+    locked = log_in(guesser, "mia")  # even the right password, from the address that guessed
+    assert locked.status_code == 429 and 0 < int(locked.headers["retry-after"]) <= LOGIN_WINDOW_S
     assert "moderation_session" not in locked.headers.get("set-cookie", "")
-    assert log_in(client, "someone-else").status_code == 401  # per account: others are not locked
-    assert audit(client)[:2] == [
-        ("unauthenticated", "POST /dashboard/login", "someone-else", 401),
-        ("unauthenticated", "POST /dashboard/login", "mia", 401),
-    ]
+    assert log_in(client_from("198.51.100.4"), "mia").status_code == 303  # the real user, elsewhere
+
+
+def test_one_address_spraying_a_password_over_many_names_is_stopped(client, client_from):
+    client.app.state.dashboard.logins.max_failures_per_address = 3  # the default (20) costs 20 scrypt hashes here
+    sprayer = client_from("203.0.113.7")
+    sprayer.app.state.dashboard.logins.max_failures_per_address = 3
+    for n in range(3):
+        assert log_in(sprayer, f"user-{n}", "Summer2026!!").status_code == 401
+    refused = log_in(sprayer, "user-9", "Summer2026!!")
+    assert refused.status_code == 429 and "your address" in refused.text
+
+
+def test_wrong_passwords_reach_the_audit_log_only_as_brakes_engage_and_never_name_unknown_users(client, client_from):
+    make_user(client, "mia")
+    guesser = client_from("203.0.113.9")
+    guesser.app.state.dashboard.logins.max_failures_per_address = MAX_FAILURES_PER_NAME + 2
+    for name in ["mia"] * MAX_FAILURES_PER_NAME + ["ghost-user", "ghost-user-2"]:
+        log_in(guesser, name, "wrong-password!")
+    for _ in range(5):
+        log_in(guesser, "ghost-user-3", "wrong-password!")  # refused (429): not logged either
+    logins = [entry for entry in audit(client) if entry[1] == "POST /dashboard/login"]
+    assert logins == [("unauthenticated", "POST /dashboard/login", "", 401),  # the address's brake
+                      ("unauthenticated", "POST /dashboard/login", "mia", 401)]  # mia's  # fmt: skip
 
 
 def test_login_and_logout_are_audited_and_logout_ends_the_session(client):
@@ -118,3 +153,48 @@ def test_a_user_changes_their_password_only_with_the_current_one(client):
                      again=new).status_code == 200  # fmt: skip
     client.cookies.clear()
     assert log_in(client, "mia").status_code == 401 and log_in(client, "mia", new).status_code == 303
+
+
+def test_a_deleted_and_recreated_user_never_revives_its_old_sessions_even_as_operator(client):
+    make_user(client, "mia")
+    log_in(client, "mia")
+    old_cookie = client.cookies.get("moderation_session")
+    assert client.delete("/admin/v1/users/mia", headers=ADMIN).status_code == 204
+    make_user(client, "mia", "operator")  # the documented password reset, here with a new role
+    client.cookies.clear()
+    client.cookies.set("moderation_session", old_cookie, path="/dashboard")
+    assert client.get("/dashboard/users", follow_redirects=False).status_code == 303  # to the login page
+
+
+def test_a_password_change_ends_the_users_other_sessions_and_keeps_this_browser_signed_in(client, client_from):
+    make_user(client, "mia")
+    other = client_from("198.51.100.4")
+    log_in(other, "mia")
+    log_in(client, "mia")
+    new = "another-long-password"
+    changed = post_form(client, "/dashboard/password", "/dashboard/password", current=PASSWORD, new=new, again=new)
+    assert changed.status_code == 200 and "other sessions have ended" in changed.text
+    assert other.get("/dashboard/", follow_redirects=False).status_code == 303
+    assert client.get("/dashboard/").status_code == 200
+    assert post_form(client, "/dashboard/settings", "/dashboard/", back="/dashboard/").status_code == 303  # new CSRF
+
+
+def test_a_role_change_ends_the_users_sessions_and_new_accounts_apply_at_the_next_request(client, client_from):
+    make_user(client, "mia")
+    log_in(client, "mia")
+    moved = client.patch("/admin/v1/users/mia", json={"accounts": ["site-a"]}, headers=ADMIN)
+    assert moved.status_code == 200 and moved.json()["accounts"] == ["site-a"]
+    assert client.get("/dashboard/", follow_redirects=False).status_code == 200  # accounts: the session stays
+    promoted = client.patch("/admin/v1/users/mia", json={"role": "operator"}, headers=ADMIN)
+    assert promoted.status_code == 200 and promoted.json()["role"] == "operator"
+    assert client.get("/dashboard/", follow_redirects=False).status_code == 303
+    make_user(client, "olga", "operator")
+    operator = client_from("198.51.100.5")
+    log_in(operator, "olga")
+    log_in(client, "mia")
+    demoted = post_form(operator, "/dashboard/users/mia/assign", "/dashboard/users", role="moderator",
+                        accounts="site-a, site-b")  # fmt: skip
+    assert demoted.status_code == 303
+    assert client.get("/dashboard/", follow_redirects=False).status_code == 303
+    assert client.patch("/admin/v1/users/nobody", json={"role": "operator"}, headers=ADMIN).status_code == 404
+    assert client.patch("/admin/v1/users/mia", json={"accounts": [""]}, headers=ADMIN).status_code == 400

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+import redis
 from support.dashboard import ADMIN, csrf_of, log_in, make_user, post_form
 
-from dashboard.routes_queue import _safe_image_url
+from dashboard.routes_queue import preview_url
+from store import redis_keys
 
 REVIEW_TOXIC = 0.6  # between the test profile's toxic review (0.5) and block (0.8) thresholds
 
@@ -27,7 +29,7 @@ def queued(api, backends, key) -> list[int]:
 
 @pytest.fixture
 def mia(client):
-    make_user(client, "mia")
+    make_user(client, "mia", accounts=["acme", "other"])
     assert log_in(client, "mia").status_code == 303
     return client
 
@@ -82,10 +84,19 @@ def test_a_decision_needs_the_csrf_token_and_a_known_reason(api, mia, queued):
     assert api.client.get(f"/admin/v1/reviews/{queued[0]}", headers=ADMIN).json()["status"] == "pending"
 
 
-def test_an_opened_item_is_claimed_and_another_moderator_cannot_decide_it(api, mia, queued):
-    mia.get(f"/dashboard/items/{queued[0]}")  # mia claims it
+def test_opening_an_item_claims_nothing_the_claim_button_does_and_another_moderator_cannot_decide_it(
+    api, mia, queued, redis_url
+):
+    page = mia.get(f"/dashboard/items/{queued[0]}").text  # a GET changes nothing
+    assert 'id="claim-form"' in page and 'id="approve-form"' in page
+    with redis.Redis.from_url(redis_url) as store:
+        assert not store.exists(redis_keys.review_claim(queued[0]))
+    assert mia.post(f"/dashboard/items/{queued[0]}/claim", data={"csrf_token": "forged"}).status_code == 403
+    claimed = post_form(mia, f"/dashboard/items/{queued[0]}/claim", f"/dashboard/items/{queued[0]}")
+    assert claimed.status_code == 303 and claimed.headers["location"] == f"/dashboard/items/{queued[0]}"
+    assert 'id="claim-state"' in mia.get(f"/dashboard/items/{queued[0]}").text
     mia.cookies.clear()
-    make_user(mia, "noor")
+    make_user(mia, "noor", accounts=["acme"])
     log_in(mia, "noor")
     page = mia.get(f"/dashboard/items/{queued[0]}").text
     assert "mia is working on this item" in page and 'id="approve-form"' not in page
@@ -93,6 +104,14 @@ def test_an_opened_item_is_claimed_and_another_moderator_cannot_decide_it(api, m
     refused = post_form(mia, f"/dashboard/items/{queued[0]}/approve", "/dashboard/", reason_code="false_positive")
     assert refused.status_code == 409
     assert api.client.get(f"/admin/v1/reviews/{queued[0]}", headers=ADMIN).json()["status"] == "pending"
+
+
+def test_deciding_an_unclaimed_item_claims_it_in_the_same_request(api, mia, queued, redis_url):
+    decided = post_form(mia, f"/dashboard/items/{queued[1]}/approve", "/dashboard/", reason_code="false_positive")
+    assert decided.status_code == 303
+    with redis.Redis.from_url(redis_url) as store:
+        assert not store.exists(redis_keys.review_claim(queued[1]))  # released after the decision
+    assert api.client.get(f"/admin/v1/reviews/{queued[1]}", headers=ADMIN).json()["decided_by"] == "mia"
 
 
 def test_filters_narrow_the_queue_and_an_unknown_value_is_a_400(api, backends, mia, queued):
@@ -116,10 +135,32 @@ def test_an_image_item_shows_the_clients_preview_blurred_until_the_moderator_tur
     assert 'class="preview "' in mia.get(f"/dashboard/items/{item_id}").text
 
 
-def test_only_http_image_urls_reach_the_moderators_browser():
-    # The public API refuses others already; an item stored before that rule, or by another writer, is not shown.
-    assert _safe_image_url("javascript:alert(1)") == "" and _safe_image_url(None) == ""
-    assert _safe_image_url("HTTPS://x.example/a.png") == "HTTPS://x.example/a.png"
+def test_only_https_image_urls_reach_the_moderators_browser_and_none_when_previews_are_off():
+    # The public API refuses others than http(s) already; plain http would show the network what moderators see.
+    for url in ("javascript:alert(1)", None, "http://x.example/a.png", "data:image/png;base64,AAAA"):
+        assert preview_url(url, previews_on=True) == "", url
+    assert preview_url("HTTPS://x.example/a.png", previews_on=True) == "HTTPS://x.example/a.png"
+    assert preview_url("https://x.example/a.png", previews_on=False) == ""
+
+
+def test_an_http_preview_is_not_shown_and_the_pages_csp_allows_images_only_over_https(api, backends, mia):
+    backends.image_scores = {"nsfw": 0.5}
+    item_id = api.moderate(api.new_key(), image_url="http://images.example/1.jpg").json()["review_id"]
+    page = mia.get(f"/dashboard/items/{item_id}")
+    assert "images.example" not in page.text.split("<dt>Reference")[0] and "No preview" in page.text
+    csp = page.headers["content-security-policy"]
+    assert "img-src 'self' https: data:;" in csp and "http:" not in csp
+
+
+def test_with_previews_off_no_item_shows_one_and_the_csp_allows_no_outside_image(api, backends, client_from):
+    backends.image_scores = {"nsfw": 0.5}
+    item_id = api.moderate(api.new_key(), image_url="https://images.example/1.jpg").json()["review_id"]
+    browser = client_from("198.51.100.4", image_previews=False)
+    make_user(browser, "mia", accounts=["acme"])
+    log_in(browser, "mia")
+    page = browser.get(f"/dashboard/items/{item_id}")
+    assert 'id="preview"' not in page.text and "previews are off" in page.text
+    assert "img-src 'self' data:;" in page.headers["content-security-policy"]
 
 
 def test_the_queues_numbers_are_prometheus_metrics_behind_the_admin_token(mia, queued):

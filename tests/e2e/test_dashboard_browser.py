@@ -1,6 +1,7 @@
 """The dashboard in a real headless Chromium against the real graph: a moderator clears a queue of text and image
 items with the keyboard alone, the client sees the decisions; an operator creates a key and changes a threshold in
-forms and the public API follows; CSRF, sessions and roles are refused where they must be.
+forms and the public API follows; CSRF, sessions and roles are refused where they must be; a moderator scoped to one
+account sees its items and gets a 404 for another account's.
 
 Screenshots of the queue and an item page are taken on the way; with MODERATION_SCREENSHOTS_DIR set (docs/, by hand)
 they are written there, as the README's.
@@ -11,6 +12,8 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import ssl
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -42,9 +45,16 @@ def _picture() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def image_host():
-    """The client's own image host: a real HTTP server the moderator's browser loads the preview from."""
+def image_host(tmp_path_factory):
+    """The client's own image host: a real HTTPS server (self-signed, for 127.0.0.1) the moderator's browser loads the
+    preview from; the dashboard shows only https previews."""
     body = _picture()
+    folder = tmp_path_factory.mktemp("image-host")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"),
+                    "-out", str(folder / "cert.pem")], check=True, capture_output=True)  # fmt: skip
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(folder / "cert.pem", folder / "key.pem")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -58,27 +68,29 @@ def image_host():
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/thumbnail.png"
+    yield f"https://127.0.0.1:{server.server_port}/thumbnail.png"
     server.shutdown()
 
 
 @pytest.fixture(scope="module")
 def people(serve_graph, admin_client, admin):
-    """A moderator and an operator, made with the CLI as an install's first operator is."""
+    """A moderator of ACCOUNT and an operator, made with the CLI as an install's first operator is."""
     env = {"MODERATION_ADMIN_TOKEN": admin["Authorization"].split()[1], "MODERATION_USER_PASSWORD": PASSWORD}
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
         for name, role in (("mia", "moderator"), ("olga", "operator")):
             if name not in admin_client.get("/admin/v1/users").text:
-                assert main(["--url", serve_graph["admin_url"], "users", "create", name, "--role", role]) == 0
+                assert main(["--url", serve_graph["admin_url"], "users", "create", name, "--role", role,
+                             "--account", ACCOUNT]) == 0  # fmt: skip
     assert admin_client.put("/admin/v1/profiles/review-all", json=REVIEW_ALL).status_code == 200
 
 
 @pytest.fixture
 def browser():
-    driver = start_chromium()
+    driver = start_chromium(trust_any_certificate=True)  # the image host's self-signed certificate
     yield driver
     driver.quit()
 
@@ -222,3 +234,40 @@ def test_csrf_sessions_and_roles_are_refused_in_the_browser_and_outside_it(serve
         assert nobody.get("/dashboard/").status_code == 303  # no session: to the login page
     with httpx.Client(base_url=admin, cookies={"moderation_session": "made-up"}) as made_up:
         assert made_up.get("/dashboard/").status_code == 303
+
+
+def test_a_moderator_scoped_to_one_account_sees_its_items_and_gets_a_404_for_another_accounts(
+    serve_graph, admin_client, client, people, browser
+):
+    admin = serve_graph["admin_url"]
+    ids = {}
+    for account in ("dash-site-a", "dash-site-b"):
+        key = admin_client.post("/admin/v1/keys", json={"account": account, "profile": "review-all",
+                                                        "plan": "default"}).json()["key"]  # fmt: skip
+        ids[account] = client.post("/v1/moderate-text", headers={"Authorization": f"Bearer {key}"},
+                                   json={"text": f"a comment on {account}"}).json()["review_id"]  # fmt: skip
+    if "moe" not in admin_client.get("/admin/v1/users").text:
+        created = admin_client.post("/admin/v1/users", json={"name": "moe", "role": "moderator", "password": PASSWORD,
+                                                             "accounts": ["dash-site-a"]})  # fmt: skip
+        assert created.status_code == 201, created.text
+
+    log_in(browser, admin, "moe")
+    browser.get(f"{admin}/dashboard/")
+    wait_for(browser, "table.queue")
+    links = [a.get_attribute("href") for a in browser.find_elements("css selector", "a.row-link")]
+    assert any(link.endswith(f"/items/{ids['dash-site-a']}") for link in links)
+    assert not any(link.endswith(f"/items/{ids['dash-site-b']}") for link in links)
+    browser.get(f"{admin}/dashboard/?account=dash-site-b")
+    wait_for(browser, "p.empty")
+
+    browser.get(f"{admin}/dashboard/items/{ids['dash-site-b']}")
+    assert "No review item" in wait_for(browser, "p.error").text  # the page of an item that does not exist
+    session = {"moderation_session": browser.get_cookie("moderation_session")["value"]}
+    with httpx.Client(base_url=admin, cookies=session) as moe:
+        assert moe.get(f"/dashboard/items/{ids['dash-site-b']}").status_code == 404
+        assert moe.get(f"/dashboard/items/{ids['dash-site-a']}").status_code == 200
+
+    browser.get(f"{admin}/dashboard/items/{ids['dash-site-a']}")
+    wait_for(browser, "#claim-form button").click()  # claiming is a form, never the page's GET
+    wait_for(browser, "#claim-state")
+    assert admin_client.get(f"/admin/v1/reviews/{ids['dash-site-b']}").json()["status"] == "pending"

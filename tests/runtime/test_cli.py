@@ -44,3 +44,17 @@ def test_hash_bank_commands_make_the_admin_apis_requests(tmp_path):
     assert request("hashbank", "import", "acme", str(csv)) == (
         "POST", "/admin/v1/accounts/acme/hash-bank/import",
         {"content": csv.read_bytes(), "headers": {"content-type": "text/csv"}})
+
+
+def test_user_commands_assign_a_moderators_accounts_and_role(monkeypatch):
+    def request(*argv):
+        return _request(_parser().parse_args(list(argv)))
+
+    monkeypatch.setenv("MODERATION_USER_PASSWORD", "a-long-enough-password")
+    assert request("users", "create", "mia", "--account", "site-a", "--account", "site-b") == (
+        "POST", "/admin/v1/users", {"json": {"name": "mia", "role": "moderator", "password": "a-long-enough-password",
+                                             "accounts": ["site-a", "site-b"]}})
+    assert request("users", "assign", "mia", "--account", "site-c") == (
+        "PATCH", "/admin/v1/users/mia", {"json": {"accounts": ["site-c"]}})
+    assert request("users", "assign", "mia", "--role", "operator") == (
+        "PATCH", "/admin/v1/users/mia", {"json": {"role": "operator"}})

@@ -153,7 +153,7 @@ def test_the_compatible_routes_answer_as_always_when_the_pending_cap_is_reached(
 # members are items that expire and leave them (tests/store/test_review_queue.py).
 UNEXPIRING = re.compile(
     r"mod:(plan|profile|apikey|apikey-sha256):.+|mod:apikeys:live|mod:review:(next-id|all|expiring)"
-    r"|mod:review:(status|account|pending):.+"
+    r"|mod:review:(status|account|pending|pending-ids):.+"
 )
 
 

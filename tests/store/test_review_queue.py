@@ -350,7 +350,7 @@ async def test_every_key_the_queue_writes_expires_or_is_bounded_by_items_that_do
     await queue.decide(item.id, "approved")
     indexes = {redis_keys.review_next_id(), redis_keys.review_all(), redis_keys.review_expiring(),
                redis_keys.review_by_account("acme"), redis_keys.review_pending_of("acme"),
-               *(redis_keys.review_by_status(s) for s in ("pending", "approved", "rejected"))}  # fmt: skip
+               redis_keys.review_pending_ids_of("acme"), *(redis_keys.review_by_status(s) for s in ("pending", "approved", "rejected"))}  # fmt: skip
     keys = [key async for key in redis_client.scan_iter("mod:*")]
     assert [key for key in keys if key not in indexes and await redis_client.ttl(key) < 0] == []
     expiring = await redis_client.zrange(redis_keys.review_expiring(), 0, -1)

@@ -1,13 +1,18 @@
-"""Dashboard users and sessions in the store: scrypt hashes, unique names, sessions stored as hashes, the per-account
-brake on wrong passwords."""
+"""Dashboard users and sessions in the store: scrypt hashes, unique names, sessions stored as hashes and bound to the
+user's id and generation, accounts, and the per-address and per-name brakes on wrong passwords."""
 
 from __future__ import annotations
 
 import pytest
 
 from store import redis_keys
+import asyncio
+
 from store.sessions import LoginThrottle, SessionStore
-from store.users import MIN_PASSWORD_CHARS, InvalidPassword, UserExists, UserStore, hash_password, verify_password
+from store.users import (
+    MAX_ACCOUNTS_PER_USER, MIN_PASSWORD_CHARS, InvalidAccounts, InvalidPassword, UserExists, UserStore, hash_password,
+    valid_login_name, verify_password,
+)  # fmt: skip
 
 pytestmark = pytest.mark.anyio
 PASSWORD = "correct horse battery"
@@ -41,7 +46,7 @@ async def test_a_name_is_taken_once_and_authentication_needs_the_password(redis_
 
 async def test_the_store_keeps_a_sessions_hash_never_its_cookie(redis_client):
     sessions = SessionStore(redis_client, ttl_s=60)
-    token, session = await sessions.create("mia")
+    token, session = await sessions.create("mia", "id-1", 0)
     assert (await sessions.get(token)) == session and len(session.csrf_token) >= 32
     keys = [key async for key in redis_client.scan_iter(match=f"{redis_keys.PREFIX}session:*")]
     assert len(keys) == 1 and token not in keys[0] and 0 < await redis_client.ttl(keys[0]) <= 60
@@ -49,12 +54,86 @@ async def test_the_store_keeps_a_sessions_hash_never_its_cookie(redis_client):
     assert await sessions.get(token) is None
 
 
-async def test_past_the_limit_of_wrong_passwords_the_account_waits_out_the_window(redis_client):
-    logins = LoginThrottle(redis_client, max_failures=3, window_s=600)
-    for _ in range(3):
-        assert await logins.locked_for_s("mia") == 0
-        await logins.failed("mia")
-    assert 0 < await logins.locked_for_s("mia") <= 600
-    assert await logins.locked_for_s("noor") == 0
+def test_a_login_name_must_follow_the_user_name_rule_before_anything_else():
+    assert valid_login_name("mia") and valid_login_name("a" * 64)
+    for bad in ("", "a" * 65, "x" * 100_000, "-mia", "mia bob", "mia\x00", "ḿia"):
+        assert not valid_login_name(bad), bad
+
+
+async def test_one_address_spraying_one_password_over_many_names_is_stopped_past_its_limit(redis_client):
+    logins = LoginThrottle(redis_client, max_failures_per_name=3, max_failures_per_address=4, window_s=600)
+    for n in range(4):
+        assert (await logins.check(f"user-{n}", "10.0.0.1")).retry_after_s == 0
+        tripped = await logins.failed(f"user-{n}", "10.0.0.1")
+    assert tripped.address and not tripped.name  # engaged by the 4th failure, once
+    refused = await logins.check("user-9", "10.0.0.1")
+    assert refused.reason == "address" and 0 < refused.retry_after_s <= 600
+    assert (await logins.check("user-9", "10.0.0.2")).retry_after_s == 0  # another address is not held
+
+
+async def test_a_locked_name_refuses_only_addresses_that_failed_so_a_fresh_one_gets_in(redis_client):
+    logins = LoginThrottle(redis_client, max_failures_per_name=3, max_failures_per_address=100, window_s=600)
+    for n in range(3):
+        tripped = await logins.failed("mia", f"10.0.0.{n}")  # a guesser spread over addresses
+    assert tripped.name
+    for n in range(3):
+        verdict = await logins.check("mia", f"10.0.0.{n}")
+        assert verdict.reason == "name" and 0 < verdict.retry_after_s <= 600
+    assert (await logins.check("mia", "192.0.2.7")).retry_after_s == 0  # the real user, from a fresh address
+    assert (await logins.check("noor", "10.0.0.1")).retry_after_s == 0  # other names are not locked
     await logins.succeeded("mia")
-    assert await logins.locked_for_s("mia") == 0
+    assert (await logins.check("mia", "10.0.0.1")).retry_after_s == 0
+
+
+async def test_guessing_locks_an_address_out_for_at_most_the_window_even_while_it_goes_on(redis_client):
+    logins = LoginThrottle(redis_client, max_failures_per_name=2, max_failures_per_address=100, window_s=1)
+    await logins.failed("mia", "192.0.2.7")  # the real user's typo
+    for n in range(3):
+        await logins.failed("mia", f"10.0.0.{n}")
+    assert (await logins.check("mia", "192.0.2.7")).reason == "name"
+    await asyncio.sleep(1.2)
+    await logins.failed("mia", "10.0.0.9")  # the guesser keeps the name's count up ...
+    await logins.failed("mia", "10.0.0.8")
+    assert (await logins.check("mia", "10.0.0.9")).reason == "name"
+    assert (await logins.check("mia", "192.0.2.7")).retry_after_s == 0  # ... yet the real user's window is over
+
+
+async def test_a_login_name_is_counted_under_its_hash_so_any_name_costs_the_same(redis_client):
+    logins = LoginThrottle(redis_client)
+    await logins.failed("a" * 64, "10.0.0.1")
+    keys = [key async for key in redis_client.scan_iter(match=f"{redis_keys.PREFIX}login-failures:*")]
+    assert len(keys) == 1 and "a" * 64 not in keys[0] and len(keys[0]) == len(redis_keys.login_failures("0" * 64))
+
+
+async def test_a_recreated_user_is_another_user_and_new_passwords_and_roles_are_new_generations(redis_client):
+    users = UserStore(redis_client)
+    first = await users.create("mia", "moderator", PASSWORD)
+    await users.delete("mia")
+    second = await users.create("mia", "operator", PASSWORD)
+    assert first.id and second.id and first.id != second.id
+    changed = await users.set_password("mia", PASSWORD + "!")
+    assert changed.generation == second.generation + 1 == (await users.get("mia")).generation
+    demoted = await users.assign("mia", role="moderator")
+    assert demoted.generation == changed.generation + 1
+    same_role = await users.assign("mia", role="moderator", accounts=["site-b", " site-a", "site-b"])
+    assert same_role.generation == demoted.generation and same_role.accounts == ["site-a", "site-b"]
+    assert await users.assign("nobody", role="operator") is None
+
+
+async def test_a_users_accounts_are_bounded_and_named(redis_client):
+    users = UserStore(redis_client)
+    for bad in ([f"a{n}" for n in range(MAX_ACCOUNTS_PER_USER + 1)], [""], ["x" * 201]):
+        with pytest.raises(InvalidAccounts):
+            await users.create("mia", "moderator", PASSWORD, accounts=bad)
+    assert await users.get("mia") is None
+    assert (await users.create("mia", "moderator", PASSWORD, accounts=["site-a"])).accounts == ["site-a"]
+
+
+async def test_concurrent_changes_to_a_user_never_undo_each_other(redis_client):
+    users = UserStore(redis_client)
+    await users.create("mia", "moderator", PASSWORD)
+    await asyncio.gather(*(users.update("mia", generation=lambda user: user.generation + 1) for _ in range(20)),
+                         users.update("mia", blur_images=False))  # fmt: skip
+    mia = await users.get("mia")
+    assert mia.generation == 20 and mia.blur_images is False
+    assert await users.update("nobody", blur_images=False) is None

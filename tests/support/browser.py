@@ -29,7 +29,8 @@ def missing() -> str | None:
     return None
 
 
-def start_chromium():
+def start_chromium(trust_any_certificate: bool = False):
+    """`trust_any_certificate`: for a test's own https server on loopback with a self-signed certificate."""
     reason = missing()
     if reason:
         pytest.skip(f"no browser for the dashboard tests: {reason}")
@@ -42,4 +43,6 @@ def start_chromium():
                  f"--window-size={WINDOW[0]},{WINDOW[1]}", "--disable-extensions", "--no-first-run",
                  "--force-device-scale-factor=1"):  # fmt: skip
         options.add_argument(flag)
+    if trust_any_certificate:
+        options.add_argument("--ignore-certificate-errors")
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)

@@ -30,8 +30,9 @@ def post_form(client, path: str, page_path: str, **fields) -> httpx.Response:
     return client.post(path, data={"csrf_token": token, **fields}, follow_redirects=False)
 
 
-def make_user(client, name: str, role: str = "moderator") -> None:
-    """Through the admin API, as `moderation-admin users create` does."""
-    response = client.post("/admin/v1/users", json={"name": name, "role": role, "password": PASSWORD}, headers=ADMIN)
+def make_user(client, name: str, role: str = "moderator", accounts: list[str] | None = None) -> None:
+    """Through the admin API, as `moderation-admin users create` does; a moderator works on `accounts`."""
+    body = {"name": name, "role": role, "password": PASSWORD, "accounts": accounts or []}
+    response = client.post("/admin/v1/users", json=body, headers=ADMIN)
     assert response.status_code == 201, response.text
-    assert set(response.json()) == {"name", "role", "created_at"}
+    assert set(response.json()) == {"name", "role", "created_at", "accounts"}
