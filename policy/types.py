@@ -42,7 +42,9 @@ MAX_REVIEW_TEXT_CHARS = 4096
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Numbers are finite: JSON has no inf or NaN (`1e999` parses as inf), pydantic would write one as null, and the
+    # record could then never be read back (a plan's rate of inf took its pages and its keys down).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Plan(_Strict):
