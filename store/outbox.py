@@ -16,7 +16,6 @@ import json
 import random
 import secrets
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pydantic import BaseModel
@@ -25,7 +24,6 @@ from redis.asyncio import Redis
 from store import lua_outbox, redis_keys
 from store.webhook_endpoints import endpoint_for_delivery
 from webhooks.deliveries import DELIVERED, Attempt, Delivery, WebhookRules, next_try_in
-
 
 
 def review_event_args(now: float) -> list:
