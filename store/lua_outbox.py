@@ -10,7 +10,8 @@ Its arguments come at the END of ARGV (`store.outbox.review_event_args`), so tha
 positions do not move: ARGV[n-10] account endpoints prefix, ARGV[n-9] endpoint prefix, ARGV[n-8] delivery prefix,
 ARGV[n-7] due lane prefix, ARGV[n-6] due accounts zset, ARGV[n-5] undelivered zset, ARGV[n-4] event id base (random,
 per call), ARGV[n-3] the event's ISO timestamp, ARGV[n-2] now (unix seconds), ARGV[n-1] hash bank prefix, ARGV[n]
-hash bank version prefix. As with the other scripts, keys named from prefixes assume a single Redis instance (no Cluster).
+hash bank version prefix. As with the other scripts, keys named from prefixes assume a single Redis instance (no
+Cluster).
 """
 
 EMIT_EVENTS = """

@@ -104,7 +104,7 @@ class WebhookSender:
             if status in REDIRECTS and location:
                 try:
                     url = urljoin(url, location)
-                except ValueError:  # e.g. `http://[::1`: urljoin parses the URL it makes
+                except ValueError:  # e.g. `//[zz`, an unclosed IPv6 bracket: urljoin parses the URL it makes
                     return Attempt("redirect_refused", status=status, error="a redirect to a malformed URL")
                 continue
             return _classified(status, retry_after)

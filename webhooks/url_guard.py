@@ -82,7 +82,9 @@ def _check_host_syntax(host: str) -> None:
     try:
         ascii_name = host.encode("idna").decode("ascii")
     except UnicodeError as exc:
-        raise UnsafeWebhookUrl("The webhook URL's host is not a valid DNS name (an empty label, or one too long).") from exc
+        raise UnsafeWebhookUrl(
+            "The webhook URL's host is not a valid DNS name (an empty label, or one too long)."
+        ) from exc
     labels = ascii_name.removesuffix(".").split(".")
     if len(ascii_name) > MAX_HOST_CHARS or not all(HOST_LABEL.fullmatch(label) for label in labels):
         raise UnsafeWebhookUrl("The webhook URL's host is not a valid DNS name (letters, digits, '-' and '.').")
