@@ -45,7 +45,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Plan(_Strict):
+class _OperatorSet(_Strict):
+    """What operators write (plans, profiles): every number finite. JSON has no inf or NaN (`1e999` parses as inf),
+    pydantic would store one as null, and the record could never be read back (a plan's rate of inf took the
+    plans and keys pages and every request on that plan down)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Plan(_OperatorSet):
     """What a key may do: content scope, monthly quota, rate limit, input limits and work in progress."""
 
     name: str = ""
@@ -64,7 +72,7 @@ class Plan(_Strict):
         return self.scope == "both" or self.scope == {"image": "images", "text": "text"}[kind]
 
 
-class CategoryThresholds(_Strict):
+class CategoryThresholds(_OperatorSet):
     """Review and block thresholds of one category; `review <= block`."""
 
     enabled: bool = True
@@ -78,7 +86,7 @@ class CategoryThresholds(_Strict):
         return self
 
 
-class Profile(_Strict):
+class Profile(_OperatorSet):
     """A moderation policy pinned to keys: mode, per-category thresholds, report threshold."""
 
     name: str = ""

@@ -5,8 +5,10 @@ one (`/healthz`, a 404) or with made-up keys (each a 401 after a store round tri
 ingress replica's event loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed
 another account's text by 6 s. HAProxy counts, per client address, over a sliding 10 s:
 
-- requests that carry no API key (no `Authorization` header, no `?key=`): past `unkeyed` of them, that address's
-  keyless requests are answered 429 `rate_limited` by HAProxy itself, with Retry-After;
+- requests that carry no well-formed API key (`Bearer mod_` and 43 URL-safe characters, or the same in `?key=`):
+  past `unkeyed` of them, that address's keyless requests are answered 429 `rate_limited` by HAProxy itself, with
+  Retry-After. Any other `Authorization` header counts as none (a `/healthz` flood with `Authorization: x` is
+  keyless), and so does every request to a path that needs no key (`KEY_FREE_PATHS`), whatever it carries;
 - answers of 401 (a wrong or revoked key): past `refused_keys` of them, every request from that address is
   answered 429 the same way until the rate falls back.
 
@@ -41,6 +43,16 @@ MARKER = "# moderation-service: our rules (runtime/haproxy_rules.py)"
 ERROR_FILE = "moderation-503.http"
 FRONTEND = "frontend http_frontend"
 RETRY_AFTER_S = WINDOW_S
+
+
+# A well-formed API key: `mod_` and 43 URL-safe base64 characters (store/config.py, SECRET_PREFIX and
+# token_urlsafe(32)). HAProxy's regex may be POSIX or PCRE, so no `\s` and no flags: the scheme is spelled both cases.
+KEY_PATTERN = "^mod_[A-Za-z0-9_-]{43}$"
+BEARER_KEY_PATTERN = "^[Bb][Ee][Aa][Rr][Ee][Rr][[:blank:]]+mod_[A-Za-z0-9_-]{43}[[:blank:]]*$"
+
+
+# The public app's routes that answer without a key (serve_app/: health, the docs, Perspective's discovery document).
+KEY_FREE_PATHS = ("/healthz", "/docs", "/openapi.json", "/$discovery/rest")
 
 
 @dataclass(frozen=True)
@@ -95,15 +107,21 @@ def _limit_rules(limits: SourceLimits) -> list[str]:
     rules = [
         # gpc 0: keyless requests; gpc 1: 401 answers. An IPv6 table holds IPv4 addresses too.
         f"stick-table type ipv6 size 100k expire {6 * WINDOW_S}s store gpc(2),gpc_rate(2,{WINDOW_S}s)",
-        "acl mod_keyed req.hdr(authorization) -m found",
-        "acl mod_keyed url_param(key) -m found",
+        # Keyed: a well-formed API key (store/config.py) as the Bearer token or in `?key=`; anything else (no
+        # header, `Authorization: x`, a Basic header, a key of the wrong shape) counts as keyless.
+        f"acl mod_keyed req.hdr(authorization) -m reg {BEARER_KEY_PATTERN}",
+        f"acl mod_keyed url_param(key) -m reg {KEY_PATTERN}",
+        # Paths that never check a key count as keyless whatever they carry: a made-up key of the right shape on
+        # /healthz would otherwise escape both limits (no 401 ever answers it).
+        f"acl mod_key_free path {' '.join(KEY_FREE_PATHS)}",
         "http-request track-sc0 src",
     ]
     if limits.unkeyed:
         rules += [
-            "http-request sc-inc-gpc(0,0) if !mod_keyed",
+            "http-request sc-inc-gpc(0,0) if !mod_keyed || mod_key_free",
             _refusal(f"Over {limits.unkeyed} requests without an API key in {WINDOW_S} s from this address.")
-            + f" if !mod_keyed {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}",
+            + f" if !mod_keyed {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}"
+            + f" || mod_key_free {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}",
         ]
     if limits.refused_keys:
         rules += [

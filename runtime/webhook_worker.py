@@ -20,19 +20,23 @@ import asyncio
 import logging
 import signal
 import sys
+from collections import Counter
 from pathlib import Path
 
 from redis.asyncio import Redis
 
 from store.outbox import Outbox
-from webhooks.deliveries import WebhookRules
 from runtime.settings import get_settings
+from webhooks.deliveries import Delivery, WebhookRules
 from webhooks.sender import WebhookSender
 
 log = logging.getLogger("moderation.webhooks")
 
-# Deliveries sent at once; the next claim waits for a free slot.
-CONCURRENCY = 16
+# Deliveries one worker sends at once.
+CONCURRENCY = 32
+# Deliveries of one account it sends at once: a receiver that hangs or is firewalled holds at most this many of the
+# worker's slots for `timeout_s` each, and the other slots go on serving every other account.
+PER_ACCOUNT = 4
 # How often an idle worker looks for due deliveries: the delay a new event may wait.
 POLL_S = 0.5
 # A store that cannot be reached is retried this often (the worker never exits on a store error).
@@ -62,48 +66,72 @@ class _Metrics:
 
 
 class WebhookWorker:
+    """Keeps up to `concurrency` attempts going, at most `per_account` of one account, and starts the next due
+    delivery as soon as one is settled: no attempt waits for another to finish."""
+
     def __init__(self, redis: Redis, rules: WebhookRules, *, metrics_port: int = 0, concurrency: int = CONCURRENCY,
-                 poll_s: float = POLL_S):  # fmt: skip
+                 per_account: int = PER_ACCOUNT, poll_s: float = POLL_S):  # fmt: skip
         self.outbox = Outbox(redis, rules)
         self.sender = WebhookSender(rules)
         self.metrics = _Metrics(metrics_port)
-        self.concurrency, self.poll_s = concurrency, poll_s
+        self.concurrency, self.per_account, self.poll_s = concurrency, per_account, poll_s
+        self._sending: dict[asyncio.Task, str] = {}  # each attempt in progress, and its account
         self._stopping = asyncio.Event()
 
-    async def run_once(self) -> int:
-        """Claims what is due (up to `concurrency`), sends it all at once, records each; returns how many."""
-        claimed = await self.outbox.claim(self.concurrency)
-        await asyncio.gather(*(self._deliver(delivery) for delivery in claimed))
-        depth, oldest_s = await self.outbox.backlog()
-        self.metrics.depth.set(depth)
-        self.metrics.oldest.set(oldest_s)
+    async def start_due(self) -> int:
+        """Claims due deliveries for the free slots, within each account's share, and starts each; how many."""
+        free = self.concurrency - len(self._sending)
+        if free <= 0:
+            return 0
+        claimed = await self.outbox.claim(free, self.per_account, Counter(self._sending.values()))
+        for delivery in claimed:
+            task = asyncio.create_task(self._deliver(delivery))
+            self._sending[task] = delivery.account
+            task.add_done_callback(self._sending.pop)
         return len(claimed)
 
-    async def _deliver(self, delivery) -> None:
-        attempt = await self.sender.send(delivery)
-        logged = await self.outbox.record(delivery, attempt)
+    async def run_once(self) -> int:
+        """Starts what is due and waits until those attempts are recorded; returns how many (tests, one-off runs)."""
+        started = await self.start_due()
+        if self._sending:
+            await asyncio.wait(set(self._sending))
+        await self._report_backlog()
+        return started
+
+    async def _deliver(self, delivery: Delivery) -> None:
+        attempt = await self.sender.send(delivery)  # never raises: every failure is an outcome
+        try:
+            logged = await self.outbox.record(delivery, attempt)
+        except Exception as exc:  # noqa: BLE001 - the store is away: the lease runs out and the delivery is retried
+            log.warning("webhook %s to %s: %s not recorded (%s); retried after its lease", delivery.event_id,
+                        delivery.endpoint_id, attempt.outcome, type(exc).__name__)  # fmt: skip
+            return
         self.metrics.deliveries.labels(outcome=attempt.outcome).inc()
         self.metrics.latency.observe(attempt.latency_ms)
         log.info("webhook %s to %s: attempt %d %s %s", delivery.event_id, delivery.endpoint_id, logged.attempt,
                  attempt.outcome, attempt.status or "")  # fmt: skip
 
+    async def _report_backlog(self) -> None:
+        depth, oldest_s = await self.outbox.backlog()
+        self.metrics.depth.set(depth)
+        self.metrics.oldest.set(oldest_s)
+
     async def run(self) -> None:
+        stopping = asyncio.create_task(self._stopping.wait())
         while not self._stopping.is_set():
             try:
-                busy = await self.run_once()
+                await self.start_due()
+                await self._report_backlog()
+                wait_s = self.poll_s
             except Exception as exc:  # noqa: BLE001 - a store outage (or restart) is waited out, never fatal
                 log.warning("webhook worker: %s; retrying in %.0f s", type(exc).__name__, STORE_RETRY_S)
-                busy = 0
-                await self._sleep(STORE_RETRY_S)
-            if not busy:
-                await self._sleep(self.poll_s)
+                wait_s = STORE_RETRY_S
+            # Wake as soon as an attempt is settled (its slot takes the next due delivery), or to look again.
+            await asyncio.wait({stopping, *self._sending}, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if self._sending:  # the attempts under way end within their timeout and are recorded
+            await asyncio.wait(set(self._sending))
         await self.sender.aclose()
-
-    async def _sleep(self, seconds: float) -> None:
-        try:
-            await asyncio.wait_for(self._stopping.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
 
     def stop(self) -> None:
         self._stopping.set()

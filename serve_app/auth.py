@@ -38,9 +38,10 @@ async def _caller(request: Request, secret: str | None) -> Caller:
     if found is None:
         raise Unauthorized()
     if isinstance(found, Unconfigured):
-        # The key points at a plan or profile that is gone: refuse rather than guess.
+        # The key points at a plan or profile that is gone or cannot be read (logged): refuse rather than guess.
         key = found.key
-        raise StoreUnavailable(f"The key's plan or profile is not configured ({key.plan}, {key.profile}).")
+        raise StoreUnavailable(f"The key's plan or profile is not configured or cannot be read ({key.plan}, "
+                               f"{key.profile}).")  # fmt: skip
     if found.retry_after_s > 0:
         await count_rate_refusal(services(request), found.key.account)
         raise RateLimited(retry_after_s=found.retry_after_s)

@@ -35,6 +35,7 @@ from store.review_queue import (
 )
 from webhooks.url_guard import UnsafeWebhookUrl
 from store.webhook_endpoints import TooManyEndpoints
+from store.config import UnreadableRecord
 
 log = logging.getLogger("moderation.errors")
 T = TypeVar("T")
@@ -128,6 +129,7 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     DecodeTimeout: Overloaded,
     UnsafeWebhookUrl: InvalidRequest,  # the admin API's webhook URL rule (SECURITY.md, Outbound requests)
     TooManyEndpoints: InvalidRequest,
+    UnreadableRecord: StoreUnavailable,  # a plan or profile stored before non-finite numbers were refused
 }
 
 

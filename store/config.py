@@ -7,14 +7,20 @@ key's record. SHA-256 without salt is enough here because the secrets are 32 ran
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 from dataclasses import dataclass
+from typing import TypeVar
 
+from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from store import lua, redis_keys
 from policy.types import ApiKey, Plan, Profile
+
+log = logging.getLogger("moderation.config")
+R = TypeVar("R", Plan, Profile)
 
 SECRET_PREFIX = "mod_"
 KEY_ID_PREFIX = "key_"
@@ -25,6 +31,27 @@ KEY_CREATE_ATTEMPTS = 3
 
 def _sha256_hex(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class UnreadableRecord(Exception):
+    """A stored plan or profile that no longer validates: one written before non-finite numbers were refused (a
+    rate of `inf` was stored as null). Never guessed at: it is logged, its keys answer 503, and the pages list the
+    others, until an operator saves it again (docs/configuration.md)."""
+
+    def __init__(self, kind: str, name: str):
+        super().__init__(f"The stored {kind} {name!r} cannot be read; save it again (PUT /admin/v1/{kind}s/{name}).")
+
+
+def read_record(model: type[R], name: str, raw: str) -> R:
+    """`raw` as a Plan or Profile; raises UnreadableRecord, with a log line that names it, when it does not validate."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as error:
+        kind = model.__name__.lower()
+        first = error.errors()[0]
+        log.error("the stored %s %r cannot be read (%s: %s); its keys answer 503 until it is saved again", kind, name,
+                  ".".join(map(str, first.get("loc", ()))), first.get("msg"))  # fmt: skip
+        raise UnreadableRecord(kind, name) from None
 
 
 def _named_json(record: Plan | Profile) -> str:
@@ -46,7 +73,7 @@ class Authorized:
 
 @dataclass(frozen=True)
 class Unconfigured:
-    """A live key whose plan or profile record is missing; no rate token was taken."""
+    """A live key whose plan or profile record is missing or cannot be read; no rate token was taken."""
 
     key: ApiKey
 
@@ -62,14 +89,14 @@ class ConfigStore:
 
     async def get_plan(self, name: str) -> Plan | None:
         raw = await self._redis.get(redis_keys.plan(name))
-        return Plan.model_validate_json(raw) if raw is not None else None
+        return read_record(Plan, name, raw) if raw is not None else None
 
     async def put_profile(self, profile: Profile) -> None:
         await self._redis.set(redis_keys.profile(profile.name), _named_json(profile))
 
     async def get_profile(self, name: str) -> Profile | None:
         raw = await self._redis.get(redis_keys.profile(name))
-        return Profile.model_validate_json(raw) if raw is not None else None
+        return read_record(Profile, name, raw) if raw is not None else None
 
     async def seed(self, plans: list[Plan], profiles: list[Profile]) -> None:
         """Writes only what is missing (SET NX), so edits made through the admin API survive restarts."""
@@ -157,9 +184,8 @@ def _authorization_of(reply: list[str]) -> Authorized | Unconfigured | None:
     if outcome == "unconfigured":
         return Unconfigured(key)
     _, plan_json, profile_json, wait_s = fields
-    return Authorized(
-        key=key,
-        plan=Plan.model_validate_json(plan_json),
-        profile=Profile.model_validate_json(profile_json),
-        retry_after_s=float(wait_s),
-    )
+    try:
+        plan, profile = read_record(Plan, key.plan, plan_json), read_record(Profile, key.profile, profile_json)
+    except UnreadableRecord:
+        return Unconfigured(key)  # this key's requests answer 503; every other key is served
+    return Authorized(key=key, plan=plan, profile=profile, retry_after_s=float(wait_s))

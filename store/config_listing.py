@@ -9,6 +9,7 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from store import redis_keys
+from store.config import UnreadableRecord, read_record
 from policy.types import ApiKey, Plan, Profile
 
 # Plans and profiles are a handful; keys a few thousand at most in a self-hosted install. The lists stop here.
@@ -24,16 +25,28 @@ async def _named(redis: Redis, prefix: str) -> list[str]:
     return sorted(names)
 
 
+async def _readable(redis: Redis, model: type, prefix: str) -> list:
+    """Every stored record of `prefix` that can be read; one that cannot is logged (store.config.read_record) and
+    left out, so that one bad record never takes the page down."""
+    names = await _named(redis, prefix)
+    rows = await redis.mget([prefix + name for name in names]) if names else []
+    records = []
+    for name, raw in zip(names, rows):
+        if raw is None:
+            continue
+        try:
+            records.append(read_record(model, name, raw))
+        except UnreadableRecord:
+            pass  # logged by read_record
+    return records
+
+
 async def list_plans(redis: Redis) -> list[Plan]:
-    names = await _named(redis, redis_keys.PLAN_PREFIX)
-    rows = await redis.mget([redis_keys.plan(name) for name in names]) if names else []
-    return [Plan.model_validate_json(raw) for raw in rows if raw is not None]
+    return await _readable(redis, Plan, redis_keys.PLAN_PREFIX)
 
 
 async def list_profiles(redis: Redis) -> list[Profile]:
-    names = await _named(redis, redis_keys.PROFILE_PREFIX)
-    rows = await redis.mget([redis_keys.profile(name) for name in names]) if names else []
-    return [Profile.model_validate_json(raw) for raw in rows if raw is not None]
+    return await _readable(redis, Profile, redis_keys.PROFILE_PREFIX)
 
 
 async def list_live_keys(redis: Redis) -> list[ApiKey]:

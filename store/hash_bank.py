@@ -6,12 +6,15 @@ store/hash_bank_csv.py) or remove one. A later image of the same account whose h
 and lies within `match_distance` bits (of 256) of a banked hash is blocked (`blocked_by: ["hash_match"]`).
 
 Matching is a brute-force scan over the bank packed as four uint64 words per hash: XOR and a popcount per word
-(numpy's bitwise_count), then the nearest. Each replica keeps a copy per account, read again only when the bank's
-version counter (bumped by every change) moved: one GET per image otherwise. docs/hash-bank.md has the figures.
+(numpy's bitwise_count), then the nearest, in a thread. Each replica keeps a copy per account, read again only when
+the bank's version counter (bumped by every change) moved: one GET per image otherwise. A reload reads the bank in
+chunks and builds the new copy in a thread, then swaps it in, so that neither a large bank's reload nor its scan holds
+the ingress event loop (every other request waits on that loop). docs/hash-bank.md has the figures.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import OrderedDict
@@ -25,6 +28,7 @@ from store import redis_keys
 
 HEX_CHARS = 64
 _WRITE_BATCH = 5_000  # hashes per transaction of an import: no single step holds the store for long
+_READ_CHUNK = 500  # entries per HSCAN step when a replica reads a bank again
 
 
 @dataclass(frozen=True)
@@ -58,9 +62,19 @@ class PackedBank:
         self.packed = pack_hashes([e.hash for e in entries])
         self.review_ids = np.array([-1 if e.review_id is None else e.review_id for e in entries], dtype=np.int64)
 
+    @classmethod
+    def from_stored(cls, raw: dict[str, str]) -> PackedBank:
+        """From the bank's hash as stored (PDQ hex -> JSON): a replica's copy, built in a thread."""
+        return cls([_entry(pdq, value) for pdq, value in raw.items()])
+
     @property
     def nbytes(self) -> int:
         return self.packed.nbytes + self.review_ids.nbytes
+
+    def nearest_of(self, queries: list[str], max_distance: int) -> BankMatch | None:
+        """The nearest match of any of `queries` (an image's hash and its mirror's)."""
+        found = [match for match in (self.nearest(query, max_distance) for query in queries) if match is not None]
+        return min(found, key=lambda match: match.distance) if found else None
 
     def nearest(self, query: str, max_distance: int) -> BankMatch | None:
         if not len(self.packed):
@@ -84,23 +98,42 @@ class HashBank:
         self._redis = redis
         self.rules = rules or HashBankRules()
         self._cache: OrderedDict[str, tuple[str, PackedBank]] = OrderedDict()
+        self._reloads: dict[str, asyncio.Task] = {}  # the one reload under way per account
 
     async def match(self, account: str, pdq: str, mirrored: str | None = None) -> BankMatch | None:
         """The nearest banked hash within the match distance of `pdq` or of `mirrored` (the hash of the image's
-        left-right mirror, models/pdq.py), or None."""
+        left-right mirror, models/pdq.py), or None. The scan runs in a thread, off the event loop."""
         version = await self._redis.get(redis_keys.hash_bank_version(account))
         if version is None:
             return None  # never banked anything: the common case costs this one GET
         cached = self._cache.get(account)
-        if cached is None or cached[0] != version:
-            cached = (version, PackedBank(await self.entries(account)))
-            self._cache[account] = cached
+        bank = cached[1] if cached is not None and cached[0] == version else await self._reloaded(account)
         self._cache.move_to_end(account)
         while len(self._cache) > self.rules.cached_accounts:
             self._cache.popitem(last=False)
-        found = [cached[1].nearest(query, self.rules.match_distance) for query in (pdq, mirrored) if query]
-        found = [match for match in found if match is not None]
-        return min(found, key=lambda match: match.distance) if found else None
+        queries = [query for query in (pdq, mirrored) if query]
+        return await asyncio.to_thread(bank.nearest_of, queries, self.rules.match_distance)
+
+    async def _reloaded(self, account: str) -> PackedBank:
+        """The account's bank read again. One reload per account at a time: the matches that find the copy stale
+        meanwhile wait for that one, not for one each; the old copy stays in place until the new one is built."""
+        reload = self._reloads.get(account)
+        if reload is None:
+            reload = asyncio.create_task(self._reload(account))
+            self._reloads[account] = reload
+            reload.add_done_callback(lambda _: self._reloads.pop(account, None))
+        return await asyncio.shield(reload)
+
+    async def _reload(self, account: str) -> PackedBank:
+        # The version first: a change made while the entries are read moves it again, so the next match reloads.
+        version = await self._redis.get(redis_keys.hash_bank_version(account))
+        raw: dict[str, str] = {}
+        # In chunks (HSCAN), not one HGETALL: parsing a 100,000-entry reply would hold the event loop for itself.
+        async for pdq, value in self._redis.hscan_iter(redis_keys.hash_bank(account), count=_READ_CHUNK):
+            raw[pdq] = value
+        bank = await asyncio.to_thread(PackedBank.from_stored, raw)  # JSON and numpy: off the event loop
+        self._cache[account] = (version or "0", bank)
+        return bank
 
     async def entries(self, account: str) -> list[BankEntry]:
         raw = await self._redis.hgetall(redis_keys.hash_bank(account))

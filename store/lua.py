@@ -76,8 +76,13 @@ if not plan_json or not profile_json then
   return {'unconfigured', key_json}
 end
 local plan = cjson.decode(plan_json)
-local wait = take_rate_token(ARGV[4] .. key_id, tonumber(plan['rate_per_second']), tonumber(plan['burst']),
-                             tonumber(ARGV[5]))
+local rate, burst = tonumber(plan['rate_per_second']), tonumber(plan['burst'])
+if not rate or not burst then
+  -- A plan stored before non-finite numbers were refused (a rate of inf written as null): refused for its keys
+  -- only, with a log line (store/config.py), never a script error.
+  return {'unconfigured', key_json}
+end
+local wait = take_rate_token(ARGV[4] .. key_id, rate, burst, tonumber(ARGV[5]))
 return {'ok', key_json, plan_json, profile_json, string.format('%.17g', wait)}
 """
 

@@ -1,9 +1,11 @@
 """The webhook outbox: deliveries in Redis, written in the review scripts' own step, taken and settled by the worker.
 
 At-least-once: a delivery is pending until an attempt is recorded as its last (delivered, failed after the whole
-schedule, or dropped because its endpoint is gone or disabled). The worker leases what it takes (`claim`): a worker
-that dies mid-send leaves the lease to run out, and the delivery is taken again, so a receiver may see an event twice
-(the same `webhook-id`) but never misses one. Everything lives in the AOF store, so a restart of the worker or of the
+schedule, or dropped because its endpoint is gone or disabled). Each account's due deliveries wait in a lane of their
+own, and the claim goes account by account, at most a share of one account at a time, so that one account's backlog
+or slow receiver never delays another's. The worker leases what it takes (`claim`): a worker that dies mid-send
+leaves the lease to run out, and the delivery is taken again, so a receiver may see an event twice (the same
+`webhook-id`) but never misses one. Everything lives in the AOF store, so a restart of the worker or of the
 store loses nothing. Retries follow `WebhookRules.retry_schedule_s` with jitter, later when the receiver's
 Retry-After asks for more. Scripts: `store.lua_outbox`; keys: `store.redis_keys`.
 """
@@ -24,13 +26,13 @@ from store.webhook_endpoints import endpoint_for_delivery
 from webhooks.deliveries import DELIVERED, Attempt, Delivery, WebhookRules, next_try_in
 
 
-
 def review_event_args(now: float) -> list:
     """The arguments the review scripts take at the end of ARGV (store/lua_outbox.py, EMIT_EVENTS)."""
     stamp = datetime.fromtimestamp(now, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return [
         redis_keys.WEBHOOK_ACCOUNT_PREFIX, redis_keys.WEBHOOK_ENDPOINT_PREFIX, redis_keys.WEBHOOK_DELIVERY_PREFIX,
-        redis_keys.webhook_due(), redis_keys.webhook_undelivered(), "msg_" + secrets.token_hex(12), stamp, repr(now),
+        redis_keys.WEBHOOK_DUE_LANE_PREFIX, redis_keys.webhook_due_accounts(), redis_keys.webhook_undelivered(),
+        "msg_" + secrets.token_hex(12), stamp, repr(now),
         redis_keys.HASH_BANK_PREFIX, redis_keys.HASH_BANK_VERSION_PREFIX,
     ]  # fmt: skip
 
@@ -53,7 +55,8 @@ def _delivery(member: str, fields: list[str], endpoint_fields: list[str], now: f
     record = dict(zip(fields[::2], fields[1::2]))
     endpoint = endpoint_for_delivery(dict(zip(endpoint_fields[::2], endpoint_fields[1::2])), now)
     return Delivery(
-        member=member, event_id=record["event_id"], event_type=record["type"], body=record["body"].encode(),
+        member=member, account=record.get("account", "?"), event_id=record["event_id"], event_type=record["type"],
+        body=record["body"].encode(),
         attempts=int(record.get("attempts", 0)), round_start=int(record.get("round_start", 0)),
         created_at=float(record["created_at"]), endpoint=endpoint,
     )  # fmt: skip
@@ -73,12 +76,19 @@ class Outbox:
         """Long enough for one attempt with redirects and the record; a dead worker's deliveries wait this long."""
         return self.rules.timeout_s * 2 + 15
 
-    async def claim(self, limit: int, now: float | None = None) -> list[Delivery]:
+    async def claim(
+        self, limit: int, per_account: int | None = None, in_flight: dict[str, int] | None = None,
+        now: float | None = None,
+    ) -> list[Delivery]:
+        """Up to `limit` due deliveries, leased, taken account by account (earliest due first): at most `per_account`
+        of one account (default: `limit`), less what `in_flight` says the caller is sending of it already."""
         now = time.time() if now is None else now
+        busy = [part for account, count in (in_flight or {}).items() if count for part in (account, count)]
         rows = await self._claim(
-            keys=[redis_keys.webhook_due(), redis_keys.webhook_undelivered()],
-            args=[redis_keys.WEBHOOK_DELIVERY_PREFIX, redis_keys.WEBHOOK_ENDPOINT_PREFIX, repr(now),
-                  repr(now + self.lease_s), limit],
+            keys=[redis_keys.webhook_due_accounts(), redis_keys.webhook_undelivered(), redis_keys.webhook_legacy_due()],
+            args=[redis_keys.WEBHOOK_DELIVERY_PREFIX, redis_keys.WEBHOOK_ENDPOINT_PREFIX,
+                  redis_keys.WEBHOOK_DUE_LANE_PREFIX, repr(now), repr(now + self.lease_s), limit,
+                  limit if per_account is None else per_account, *busy],
         )  # fmt: skip
         return [_delivery(member, fields, endpoint, now) for member, fields, endpoint in rows]
 
@@ -97,13 +107,14 @@ class Outbox:
         )  # fmt: skip
         endpoint_id = delivery.endpoint_id
         await self._record(
-            keys=[redis_keys.webhook_delivery(delivery.member), redis_keys.webhook_due(),
+            keys=[redis_keys.webhook_delivery(delivery.member), redis_keys.webhook_due_accounts(),
                   redis_keys.webhook_undelivered(), redis_keys.webhook_log(endpoint_id),
                   redis_keys.webhook_endpoint(endpoint_id)],
             args=[delivery.member, attempt.outcome, attempts, "" if wait is None else repr(now + wait), final_status,
                   logged.model_dump_json(), self.rules.log_entries, self.rules.done_retention_s,
                   "1" if attempt.disable_endpoint else "0", f"the receiver answered {attempt.status}",
-                  "" if attempt.status is None else attempt.status],
+                  "" if attempt.status is None else attempt.status, redis_keys.WEBHOOK_DUE_LANE_PREFIX,
+                  delivery.account],
         )  # fmt: skip
         return logged
 
@@ -113,8 +124,9 @@ class Outbox:
         member = f"{event_id}:{endpoint_id}"
         return bool(
             await self._redeliver(
-                keys=[redis_keys.webhook_delivery(member), redis_keys.webhook_due(), redis_keys.webhook_undelivered()],
-                args=[member, repr(now)],
+                keys=[redis_keys.webhook_delivery(member), redis_keys.webhook_due_accounts(),
+                      redis_keys.webhook_undelivered(), redis_keys.webhook_endpoint(endpoint_id)],
+                args=[member, repr(now), redis_keys.WEBHOOK_DUE_LANE_PREFIX],
             )
         )
 

@@ -81,11 +81,16 @@ and an endpoint's log expire `done_retention_s` after their last change:
   mod:webhooks:account:{account}  set     ids of the account's endpoints
   mod:webhooks:endpoint:{id}      hash    `json`: url, events, secrets (with the time a rotated-out one expires),
                                           account, created_at; `enabled`: 1|0; `disabled_reason` (a 410, an admin)
-  mod:webhooks:delivery:{event_id}:{endpoint_id}  hash  `event_id`, `endpoint`, `type`, `body` (the JSON sent, the
-                                          same on every try), `created_at`, `attempts`, `round_start`, `status`
-                                          (pending|delivered|failed|dropped), `next_at`, `last_outcome`, `last_status`
-  mod:webhooks:due                zset    `{event_id}:{endpoint_id}` of every pending delivery, score = its next try
-                                          (a claimed one: the end of its lease)
+  mod:webhooks:delivery:{event_id}:{endpoint_id}  hash  `event_id`, `endpoint`, `account`, `type`, `body` (the JSON
+                                          sent, the same on every try), `created_at`, `attempts`, `round_start`,
+                                          `status` (pending|delivered|failed|dropped), `next_at`, `last_outcome`,
+                                          `last_status`
+  mod:webhooks:due:{account}      zset    the account's lane: `{event_id}:{endpoint_id}` of each of its pending
+                                          deliveries, score = its next try (a claimed one: the end of its lease)
+  mod:webhooks:due_accounts       zset    accounts with a pending delivery, score = the earliest score in the
+                                          account's lane: the worker takes due work account by account
+  mod:webhooks:due                zset    the one shared due set of earlier versions: the claim moves what is left
+                                          there into the lanes (store/lua_outbox.py, CLAIM_DUE)
   mod:webhooks:undelivered        zset    the same members, score = when each became pending: depth and age metrics
   mod:webhooks:log:{endpoint_id}  list    the endpoint's delivery attempts as JSON, newest first, capped
 
@@ -242,7 +247,20 @@ def webhook_delivery(member: str) -> str:
     return f"{WEBHOOK_DELIVERY_PREFIX}{member}"
 
 
-def webhook_due() -> str:
+# Each account's due deliveries in a lane of their own, so that one account's backlog is never ahead of another's.
+WEBHOOK_DUE_LANE_PREFIX = f"{PREFIX}webhooks:due:"
+
+
+def webhook_due_lane(account: str) -> str:
+    return f"{WEBHOOK_DUE_LANE_PREFIX}{account}"
+
+
+def webhook_due_accounts() -> str:
+    return f"{PREFIX}webhooks:due_accounts"
+
+
+def webhook_legacy_due() -> str:
+    """The shared due set of versions before the per-account lanes; drained into the lanes by the claim."""
     return f"{PREFIX}webhooks:due"
 
 

@@ -70,6 +70,7 @@ def next_try_in(
 @dataclass(frozen=True)
 class Delivery:
     member: str  # `{event_id}:{endpoint_id}`
+    account: str  # whose delivery: the worker's per-account share counts it
     event_id: str
     event_type: str
     body: bytes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin
@@ -26,6 +27,8 @@ MAX_REDIRECTS = 3
 REDIRECTS = (301, 302, 303, 307, 308)
 GONE = 410
 USER_AGENT = "moderation-service-webhooks/1"
+MAX_ERROR_CHARS = 120  # of a client error's text kept in the log (it may quote the receiver's Location)
+log = logging.getLogger("moderation.webhooks")
 
 
 def retry_after_s(value: str | None, now: float) -> float | None:
@@ -73,8 +76,14 @@ class WebhookSender:
             attempt = await asyncio.wait_for(following, self.rules.timeout_s)
         except (asyncio.TimeoutError, httpx.TimeoutException):
             attempt = Attempt("timeout", error=f"no answer within {self.rules.timeout_s:g} s")
-        except httpx.HTTPError as exc:
+        except httpx.NetworkError as exc:
             attempt = Attempt("connect_error", error=type(exc).__name__)
+        except httpx.HTTPError as exc:  # an answer that is not HTTP, or a Location httpx cannot read (`http://[::1`)
+            attempt = Attempt("protocol_error", error=f"{type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}")
+        except Exception as exc:  # noqa: BLE001 - whatever else a receiver's answer provokes is a failed attempt,
+            # recorded and retried on the schedule like any other: never a delivery claimed again forever.
+            log.warning("webhook %s: attempt failed with %s", delivery.event_id, type(exc).__name__)
+            attempt = Attempt("attempt_error", error=f"the attempt failed ({type(exc).__name__})")
         latency_ms = (time.perf_counter() - started) * 1000
         return Attempt(**{**attempt.__dict__, "latency_ms": latency_ms})
 
@@ -93,7 +102,10 @@ class WebhookSender:
                 return Attempt("redirect_refused", error="a redirect to another host is not followed")
             status, location, retry_after = await self._post(target, addresses[0], live_secrets, delivery)
             if status in REDIRECTS and location:
-                url = urljoin(url, location)
+                try:
+                    url = urljoin(url, location)
+                except ValueError:  # e.g. `//[zz`, an unclosed IPv6 bracket: urljoin parses the URL it makes
+                    return Attempt("redirect_refused", status=status, error="a redirect to a malformed URL")
                 continue
             return _classified(status, retry_after)
         return Attempt("redirect_refused", error=f"more than {MAX_REDIRECTS} redirects")

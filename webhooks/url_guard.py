@@ -14,11 +14,15 @@ that resolves to a public address at creation and to 127.0.0.1 later (DNS rebind
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 MAX_URL_CHARS = 2048
+MAX_HOST_CHARS = 253  # a DNS name's limit (RFC 1035)
+# One label of a DNS name: 1 to 63 letters, digits, '-' (and '_', which some real names carry), as the resolver wants.
+HOST_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 SCHEMES = {"http": 80, "https": 443}
 
 
@@ -44,7 +48,10 @@ def parse_webhook_url(url: str) -> WebhookTarget:
         raise UnsafeWebhookUrl(f"A webhook URL is at most {MAX_URL_CHARS} characters.")
     if any(ord(c) < 33 or ord(c) == 127 for c in url):
         raise UnsafeWebhookUrl("A webhook URL must not contain spaces or control characters.")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed IPv6 bracket, say
+        raise UnsafeWebhookUrl("The webhook URL is malformed.") from exc
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         raise UnsafeWebhookUrl("A webhook URL must start with http:// or https://.")
@@ -57,10 +64,30 @@ def parse_webhook_url(url: str) -> WebhookTarget:
     host = (parts.hostname or "").lower()
     if not host:
         raise UnsafeWebhookUrl("A webhook URL needs a host.")
+    _check_host_syntax(host)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     return WebhookTarget(scheme=scheme, host=host, port=port, path=path)
+
+
+def _check_host_syntax(host: str) -> None:
+    """An IP address, or a DNS name the resolver can encode: labels of 1 to 63 characters (after IDNA), at most
+    253 in all. Anything else would fail in the resolver with an error of its own, not as a refused URL."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    try:
+        ascii_name = host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise UnsafeWebhookUrl(
+            "The webhook URL's host is not a valid DNS name (an empty label, or one too long)."
+        ) from exc
+    labels = ascii_name.removesuffix(".").split(".")
+    if len(ascii_name) > MAX_HOST_CHARS or not all(HOST_LABEL.fullmatch(label) for label in labels):
+        raise UnsafeWebhookUrl("The webhook URL's host is not a valid DNS name (letters, digits, '-' and '.').")
 
 
 def is_public_address(address: str) -> bool:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import redis
 from fastapi.testclient import TestClient
 from support.api import ADMIN_TOKEN, StubBackends, assert_error
 
@@ -13,6 +16,7 @@ from serve_app.errors import ApiError
 from serve_app.services import Services
 
 from policy.types import MAX_IMAGE_BYTES, MAX_TEXT_CHARS
+from store import redis_keys
 
 PLAN = {"scope": "text", "monthly_quota": 10, "rate_per_second": 1, "burst": 1}
 
@@ -201,3 +205,37 @@ def test_account_usage_counts_this_months_moderation_requests(api):
     api.report(headers, "not-counted")
     usage = api.client.get("/admin/v1/accounts/metered/usage", headers=api.admin).json()
     assert usage["used"] == 3 and usage["account"] == "metered" and len(usage["month"]) == 7
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "Infinity", "NaN"])
+@pytest.mark.parametrize("field", ["rate_per_second", "monthly_quota", "burst"])
+def test_a_non_finite_number_in_a_plan_is_400_and_nothing_is_stored(api, field, number):
+    plan = {"scope": "both", "monthly_quota": 10, "rate_per_second": 1, "burst": 1}
+    body = json.dumps(plan).replace(f'"{field}": {plan[field]}', f'"{field}": {number}')
+    response = api.client.put("/admin/v1/plans/unbounded", content=body, headers={**api.admin,
+                                                                                   "content-type": "application/json"})
+    assert_error(response, 400, "invalid_request")
+    assert_error(api.client.get("/admin/v1/plans/unbounded", headers=api.admin), 404, "not_found")
+
+
+@pytest.mark.parametrize("number", ["1e999", "NaN"])
+def test_a_non_finite_threshold_or_report_threshold_in_a_profile_is_400(api, number):
+    categories = {"nsfw": {"review": 0.1, "block": 0.2}, "toxic": {"review": 0.3, "block": number}}
+    body = json.dumps({"mode": "enforce", "categories": categories}).replace(f'"{number}"', number)
+    response = api.client.put("/admin/v1/profiles/odd", content=body, headers={**api.admin,
+                                                                               "content-type": "application/json"})
+    assert_error(response, 400, "invalid_request")
+
+
+def test_a_plan_stored_unreadable_before_the_fix_refuses_its_keys_only_until_it_is_saved_again(api, redis_url):
+    api.put_plan("broken", scope="both", monthly_quota=100, rate_per_second=1, burst=5)
+    broken_key, fine_key = api.new_key(plan="broken"), api.new_key(plan="default")
+    # What an earlier version stored for a rate of inf: null.
+    plan = {"name": "broken", "scope": "both", "monthly_quota": 100, "rate_per_second": None, "burst": 5}
+    with redis.Redis.from_url(redis_url) as store:
+        store.set(redis_keys.plan("broken"), json.dumps(plan))
+    assert_error(api.moderate_text(broken_key), 503, "store_unavailable")
+    assert api.moderate_text(fine_key).status_code == 200
+    assert_error(api.client.get("/admin/v1/plans/broken", headers=api.admin), 503, "store_unavailable")
+    api.put_plan("broken", scope="both", monthly_quota=100, rate_per_second=1, burst=5)  # saved again: repaired
+    assert api.moderate_text(broken_key).status_code == 200

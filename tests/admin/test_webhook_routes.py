@@ -58,6 +58,18 @@ def test_unsafe_urls_and_bad_bodies_are_a_400_and_nothing_is_created(redis_url, 
         assert admin.get("/admin/v1/accounts/acme/webhooks").json()["endpoints"] == []
 
 
+@pytest.mark.parametrize(
+    "url", ["http://[::1", "http://[::1/x", f"http://{'a' * 64}.example.com/", "http://a..b/", "https://-x.example/",
+            f"http://{'abc.' * 64}example/"],
+)  # fmt: skip
+def test_a_malformed_url_is_a_400_on_create_and_on_change_never_a_500(redis_url, url):
+    with _admin(redis_url, allow_private=True) as admin:
+        assert_error(admin.post("/admin/v1/accounts/acme/webhooks", json={"url": url}), 400, "invalid_request")
+        endpoint = admin.post("/admin/v1/accounts/acme/webhooks", json={"url": "http://127.0.0.1:9/"}).json()
+        assert_error(admin.patch(f"/admin/v1/webhooks/{endpoint['id']}", json={"url": url}), 400, "invalid_request")
+        assert admin.get(f"/admin/v1/webhooks/{endpoint['id']}").json()["url"] == "http://127.0.0.1:9/"
+
+
 def test_an_account_has_at_most_ten_endpoints(redis_url):
     with _admin(redis_url, allow_private=True) as admin:
         for _ in range(10):

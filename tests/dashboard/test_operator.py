@@ -3,12 +3,15 @@ users, usage per account, and the audit log of what they did."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+import redis
 from support.dashboard import ADMIN, PASSWORD, log_in, make_user, post_form
 
 from policy.types import Profile
+from store import redis_keys
 
 
 @pytest.fixture
@@ -70,6 +73,26 @@ def test_plans_are_created_and_validated(api, olga):
     assert post_form(olga, "/dashboard/plans", "/dashboard/plans", **{**fields, "name": "../x"}).status_code == 400
     assert post_form(olga, "/dashboard/plans", "/dashboard/plans", **fields).status_code == 303
     assert api.client.get("/admin/v1/plans/gold", headers=ADMIN).json()["monthly_quota"] == 1000
+
+
+@pytest.mark.parametrize("field, number", [("rate_per_second", "inf"), ("rate_per_second", "1e999"),
+                                           ("rate_per_second", "nan"), ("monthly_quota", "1e999")])
+def test_a_non_finite_number_in_the_plan_form_is_a_form_error_and_nothing_is_stored(api, olga, field, number):
+    fields = {"name": "gold", "scope": "both", "monthly_quota": "1000", "rate_per_second": "5", "burst": "10",
+              "image_max_bytes": "1000000", "image_max_pixels": "1000000", "text_max_chars": "5000",
+              "max_in_flight": "8", field: number}  # fmt: skip
+    refused = post_form(olga, "/dashboard/plans", "/dashboard/plans", **fields)
+    assert refused.status_code == 400 and field in refused.text
+    assert api.client.get("/admin/v1/plans/gold", headers=ADMIN).status_code == 404
+
+
+def test_a_plan_stored_unreadable_before_the_fix_leaves_the_pages_up(api, olga, redis_url):
+    bad = {"name": "broken", "scope": "both", "monthly_quota": 10, "rate_per_second": None, "burst": 1}
+    with redis.Redis.from_url(redis_url) as store:
+        store.set(redis_keys.plan("broken"), json.dumps(bad))
+    for page in ("/dashboard/plans", "/dashboard/keys"):
+        answer = olga.get(page)
+        assert answer.status_code == 200 and "default" in answer.text and "broken" not in answer.text
 
 
 def test_an_operator_adds_and_deletes_users_but_not_themself(olga):

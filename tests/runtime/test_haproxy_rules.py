@@ -40,6 +40,11 @@ backend app
 """
 
 
+# A well-formed API key (store/config.py: `mod_` and 43 URL-safe characters), the one the test's server accepts.
+GOOD_KEY = "mod_" + "Gg-_" * 10 + "abc"
+GOOD = f"Bearer {GOOD_KEY}"
+
+
 def _ray_like_config(tmp_path: Path, port: int, backend_port: int) -> str:
     ray_500 = tmp_path / "500.http"
     ray_500.write_text("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n\r\n"
@@ -85,13 +90,15 @@ def _free_port() -> int:
 
 
 class _App(BaseHTTPRequestHandler):
-    """401 for a key that is not `good`, 200 otherwise (what the ingress would answer); `/serve-503` as Serve
+    """401 for a key that is not GOOD_KEY, 200 otherwise (what the ingress would answer); `/serve-503` as Serve
     answers for a full replica (plain text), `/app-503` as our app does (JSON)."""
 
     def do_GET(self):
         keyed = self.headers.get("Authorization")
+        scheme, _, token = (keyed or "").partition(" ")
         status, kind, body = 200, "application/json", b"{}"
-        if keyed and keyed != "Bearer good":
+        # /healthz needs no key, as the ingress's: whatever the header says, it answers 200.
+        if keyed and self.path != "/healthz" and not (scheme.lower() == "bearer" and token.strip() == GOOD_KEY):
             status = 401
         elif self.path == "/serve-503":
             status, kind, body = 503, "text/plain", b"Request dropped due to backpressure"
@@ -157,29 +164,29 @@ def test_keyless_requests_past_the_limit_get_a_429_from_that_address_only(limite
         assert refused.headers["X-Request-ID"] and refused.headers["Content-Type"] == "application/json"
         assert json.loads(refused.text)["error"]["code"] == "rate_limited"
         # The same address with a key, and another address without one, are not counted against it.
-        assert attacker.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 200
+        assert attacker.get(f"{base_url}/v1/x", headers={"Authorization": GOOD}).status_code == 200
         assert bystander.get(f"{base_url}/healthz").status_code == 200
 
 
 def test_an_address_whose_keys_are_refused_is_paused_keys_and_all(limited_haproxy):
     base_url, _, _ = limited_haproxy
     with _client("127.0.0.3") as guesser, _client("127.0.0.1") as bystander:
-        wrong = [guesser.get(f"{base_url}/v1/x", headers={"Authorization": f"Bearer guess{n}"}).status_code
-                 for n in range(6)]  # fmt: skip
+        wrong = [guesser.get(f"{base_url}/v1/x", headers={"Authorization": f"Bearer {GOOD_KEY[:-2]}{n:02d}"})
+                 .status_code for n in range(6)]  # fmt: skip
         assert wrong == [401] * 4 + [429] * 2  # the fourth 401 takes the rate past 3
-        assert guesser.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 429
-        assert bystander.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"}).status_code == 200
+        assert guesser.get(f"{base_url}/v1/x", headers={"Authorization": GOOD}).status_code == 429
+        assert bystander.get(f"{base_url}/v1/x", headers={"Authorization": GOOD}).status_code == 200
 
 
 def test_serves_plain_text_answers_become_our_error_shape_and_our_own_json_is_kept(limited_haproxy):
     base_url, _, _ = limited_haproxy
     with _client("127.0.0.1") as client:
-        serve = client.get(f"{base_url}/serve-503", headers={"Authorization": "Bearer good"})
+        serve = client.get(f"{base_url}/serve-503", headers={"Authorization": GOOD})
         assert serve.status_code == 503 and serve.headers["Retry-After"] == "1" and serve.headers["X-Request-ID"]
         assert serve.json()["error"]["code"] == "overloaded"
-        ours = client.get(f"{base_url}/app-503", headers={"Authorization": "Bearer good"})
+        ours = client.get(f"{base_url}/app-503", headers={"Authorization": GOOD})
         assert ours.status_code == 503 and ours.json()["error"]["code"] == "store_unavailable"
-        crash = client.get(f"{base_url}/serve-500", headers={"Authorization": "Bearer good"})
+        crash = client.get(f"{base_url}/serve-500", headers={"Authorization": GOOD})
         assert crash.status_code == 500 and crash.json()["error"]["code"] == "internal_error"
 
 
@@ -188,7 +195,31 @@ def test_with_no_ingress_up_haproxy_answers_503_ingress_unavailable_not_rays_500
     app.shutdown()
     app.server_close()  # the backend's port now refuses connections, as while Serve restarts the ingress replica
     with _client("127.0.0.1") as client:
-        answer = client.get(f"{base_url}/v1/x", headers={"Authorization": "Bearer good"})
+        answer = client.get(f"{base_url}/v1/x", headers={"Authorization": GOOD})
     assert answer.status_code == 503 and answer.headers["Retry-After"] == "1" and answer.headers["X-Request-ID"]
     assert answer.headers["Content-Type"] == "application/json"
     assert answer.json()["error"]["code"] == "ingress_unavailable"
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [{"headers": {"Authorization": "x"}}, {"headers": {"Authorization": "Basic abc"}},
+     {"headers": {"Authorization": "Bearer nope"}}, {"headers": {"Authorization": f"Bearer {GOOD_KEY}x"}},
+     {"headers": {"Authorization": f"Token {GOOD_KEY}"}}, {"params": {"key": "x"}},
+     {"params": {"key": GOOD_KEY[:-1]}},
+     {"headers": {"Authorization": GOOD}}],  # well-formed, but /healthz never checks it: keyless all the same
+)  # fmt: skip
+def test_a_junk_authorization_header_or_key_parameter_is_counted_as_keyless(limited_haproxy, junk):
+    base_url, _, _ = limited_haproxy
+    with _client("127.0.0.2") as flooder:
+        statuses = [flooder.get(f"{base_url}/healthz", **junk).status_code for _ in range(7)]
+        assert statuses == [200] * 5 + [429] * 2
+
+
+def test_a_backend_sending_well_formed_keys_from_one_address_is_never_counted(limited_haproxy):
+    base_url, _, _ = limited_haproxy
+    with _client("127.0.0.2") as backend:
+        headers = [{"Authorization": GOOD}, {"Authorization": f"bearer  {GOOD_KEY}"}]
+        statuses = [backend.get(f"{base_url}/v1/x", headers=headers[n % 2]).status_code for n in range(20)]
+        statuses += [backend.get(f"{base_url}/v1/x", params={"key": GOOD_KEY}).status_code for _ in range(10)]
+        assert statuses == [200] * 30

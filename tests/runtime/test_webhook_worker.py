@@ -1,6 +1,7 @@
 """The webhook worker against a real store and a real receiver on loopback that verifies every request with the
 `standardwebhooks` package: delivery, retries with Retry-After, 410, redirects, time-outs, the outbound rule at
-delivery, and, with the worker as its own process, a worker kill and a store restart that lose nothing."""
+delivery, one account's hanging receiver beside another's, deleted and disabled endpoints, a secret's rotation,
+and, with the worker as its own process, a worker kill and a store restart that lose nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 import httpx
 import pytest
 import redis.asyncio
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from support.webhook_receiver import Answer, WebhookReceiver, event_types
 
 from store.outbox import Outbox
@@ -22,7 +24,7 @@ from store.webhook_endpoints import WebhookStore
 from webhooks.deliveries import WebhookRules
 from runtime.embedded_store import EmbeddedStore, free_port
 from runtime.settings import PROJECT_ROOT
-from runtime.webhook_worker import WebhookWorker
+from runtime.webhook_worker import CONCURRENCY, PER_ACCOUNT, WebhookWorker
 
 pytestmark = pytest.mark.anyio
 FAST = WebhookRules(allow_private=True, retry_schedule_s=(0, 0.2, 0.2), jitter=0.0, timeout_s=2)
@@ -216,3 +218,92 @@ def test_the_runners_worker_process_is_started_again_when_it_dies_and_stopped_fo
         finally:
             process.stop()
         assert process._process.poll() is not None
+
+
+async def _items(redis_client, account: str, count: int) -> None:
+    queue = ReviewQueue(redis_client)
+    for n in range(count):
+        await queue.create(account=account, reason="model_flagged", kind="text", reference=f"{account}-{n}",
+                           image_url=None, scores={"toxic": 0.81}, model_version="toxic=use-1")  # fmt: skip
+
+
+async def test_a_hanging_receiver_costs_only_its_own_account(redis_client):
+    rules = WebhookRules(allow_private=True, retry_schedule_s=(0, 60), jitter=0.0, timeout_s=2)
+    with WebhookReceiver() as hanging, WebhookReceiver() as prompt:
+        hanging.answers.extend(Answer(200, delay_s=5) for _ in range(100))
+        endpoints = WebhookStore(redis_client, rules)
+        hanging.secret = (await endpoints.create("slowco", hanging.url, ["review.created"]))[1]
+        prompt.secret = (await endpoints.create("acme", prompt.url, ["review.created"]))[1]
+        # More of the slow account's events, and older, than the worker has slots: one shared queue, taken oldest
+        # first a batch at a time, would hold acme's behind them for a time-out per batch.
+        await _items(redis_client, "slowco", CONCURRENCY + 8)
+        await _items(redis_client, "acme", 3)
+        worker = WebhookWorker(redis_client, rules, poll_s=0.05)
+        running = asyncio.create_task(worker.run())
+        try:
+            started = time.monotonic()
+            while len(prompt.received) < 3:
+                assert time.monotonic() - started < 1.5, f"acme got {len(prompt.received)} of 3 within 1.5 s"
+                await asyncio.sleep(0.02)
+            assert all(r.verified for r in prompt.received)
+            assert len(hanging.received) <= PER_ACCOUNT  # the slow account holds its own share of slots, no more
+        finally:
+            worker.stop()
+            await running  # the slow attempts end at their time-out and are recorded
+
+
+async def test_a_redirect_to_a_malformed_url_is_recorded_and_retried_on_the_schedule(redis_client):
+    with WebhookReceiver() as receiver:
+        receiver.answers.append(Answer(302, {"Location": "//[zz"}))  # urljoin raised ValueError: never recorded
+        endpoint, _ = await _setup(redis_client, receiver)
+        worker = WebhookWorker(redis_client, FAST)
+        assert await worker.run_once() == 1
+        [logged] = await worker.outbox.log(endpoint.id)
+        assert logged.outcome == "redirect_refused" and logged.next_try_at is not None
+        await _until_settled(worker)  # the retry is delivered: never claimed again and again unrecorded
+        assert [e.outcome for e in await worker.outbox.log(endpoint.id)] == ["delivered", "redirect_refused"]
+
+
+async def test_a_delivery_to_a_deleted_or_disabled_endpoint_is_dropped_unsent(redis_client):
+    with WebhookReceiver() as receiver:
+        endpoint, item = await _setup(redis_client, receiver)  # review.created is pending for it
+        endpoints = WebhookStore(redis_client, FAST)
+        await endpoints.update(endpoint.id, enabled=False)
+        worker = WebhookWorker(redis_client, FAST)
+        await worker.run_once()
+        [logged] = await worker.outbox.log(endpoint.id)
+        assert (logged.outcome, logged.next_try_at) == ("endpoint_disabled", None)
+        assert (await worker.outbox.delivery_status(endpoint.id, logged.event_id))["status"] == "dropped"
+        await endpoints.update(endpoint.id, enabled=True)
+        await ReviewQueue(redis_client).decide(item.id, "approved")  # review.decided is pending now
+        await endpoints.delete(endpoint.id)
+        await worker.run_once()
+        assert (await worker.outbox.log(endpoint.id))[0].outcome == "endpoint_deleted"
+        assert receiver.received == [] and (await worker.outbox.backlog())[0] == 0
+
+
+def _verifies(secret: str, request) -> bool:
+    try:
+        return bool(Webhook(secret).verify(request.body, request.headers))
+    except WebhookVerificationError:
+        return False
+
+
+async def test_during_a_rotations_overlap_both_secrets_verify_and_after_it_only_the_new_one(redis_client):
+    with WebhookReceiver() as receiver:
+        endpoint, item = await _setup(redis_client, receiver)
+        first = receiver.secret
+        endpoints, worker = WebhookStore(redis_client, FAST), WebhookWorker(redis_client, FAST)
+        # A rotation made longer ago than the overlap: the secret it replaced signs no more.
+        second, until = await endpoints.rotate_secret(endpoint.id, now=time.time() - FAST.secret_overlap_s - 1)
+        assert until < time.time()
+        await worker.run_once()
+        after = receiver.received[-1]
+        assert _verifies(second, after) and not _verifies(first, after)
+        # A rotation now: until its overlap ends, each request verifies with the new secret and with the one before.
+        third, until = await endpoints.rotate_secret(endpoint.id)
+        assert until == pytest.approx(time.time() + FAST.secret_overlap_s, abs=5)
+        await ReviewQueue(redis_client).decide(item.id, "approved")
+        await worker.run_once()
+        during = receiver.received[-1]
+        assert _verifies(third, during) and _verifies(second, during) and not _verifies(first, during)

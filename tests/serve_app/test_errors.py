@@ -21,6 +21,7 @@ from store.review_queue import (
 )
 from webhooks.url_guard import UnsafeWebhookUrl
 from store.webhook_endpoints import TooManyEndpoints
+from store.config import UnreadableRecord
 from serve_app import errors
 from support.error_kinds import every_error_kind
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
@@ -48,6 +49,7 @@ CASES = [
     (DecodeTimeout("decoding took too long"), 503, "overloaded"),
     (UnsafeWebhookUrl("A webhook URL must start with http:// or https://."), 400, "invalid_request"),
     (TooManyEndpoints(10), 400, "invalid_request"),
+    (UnreadableRecord("plan", "gold"), 503, "store_unavailable"),
 ]
 
 

@@ -158,3 +158,36 @@ async def test_a_text_items_kept_text_and_its_moderators_name_never_reach_a_webh
         assert b"zqxjv" not in delivery.body and b"olga" not in delivery.body
         assert set(json.loads(delivery.body)["data"]) == {"id", "reference", "status", "reason", "kind", "created_at",
                                                           "decided_at", "categories"}  # fmt: skip
+
+
+async def test_the_claim_goes_account_by_account_within_each_accounts_share(redis_client):
+    await _endpoint(redis_client, account="big")
+    await _endpoint(redis_client, account="small")
+    queue, outbox = ReviewQueue(redis_client), Outbox(redis_client, RULES)
+    for _ in range(10):
+        await _flag(queue, account="big")  # older, and more than the claim takes
+    await _flag(queue, account="small")
+    first = await outbox.claim(4, per_account=2)
+    assert sorted(d.account for d in first) == ["big", "big", "small"]
+    # "big" has its share in flight: nothing more of it, however much is due; a freed slot takes one more.
+    assert await outbox.claim(4, per_account=2, in_flight={"big": 2}) == []
+    [next_one] = await outbox.claim(4, per_account=2, in_flight={"big": 1})
+    assert next_one.account == "big"
+    assert len(await outbox.claim(100)) == 7  # without a share: the rest
+
+
+async def test_a_delivery_left_in_the_shared_due_set_of_an_earlier_version_is_still_delivered(redis_client):
+    endpoint, _ = await _endpoint(redis_client)
+    await _flag(ReviewQueue(redis_client))
+    [member] = await redis_client.zrange(redis_keys.webhook_due_lane("acme"), 0, -1)
+    # As an earlier version wrote it: no account field, one shared due set, no lanes.
+    await redis_client.hdel(redis_keys.webhook_delivery(member), "account")
+    await redis_client.delete(redis_keys.webhook_due_lane("acme"), redis_keys.webhook_due_accounts())
+    await redis_client.zadd(redis_keys.webhook_legacy_due(), {member: time.time() - 1})
+    outbox = Outbox(redis_client, RULES)
+    [delivery] = await outbox.claim(10)
+    assert (delivery.member, delivery.account) == (member, "acme")
+    assert await redis_client.zcard(redis_keys.webhook_legacy_due()) == 0
+    await outbox.record(delivery, Attempt("delivered", status=200, final=True))
+    assert await redis_client.zcard(redis_keys.webhook_due_accounts()) == 0
+    assert await outbox.backlog() == (0, 0.0) and (await outbox.log(endpoint.id))[0].outcome == "delivered"
