@@ -18,6 +18,7 @@ import redis.asyncio
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from support.webhook_receiver import Answer, WebhookReceiver, event_types
 
+from store import redis_keys
 from store.outbox import Outbox
 from store.review_queue import ReviewQueue
 from store.webhook_endpoints import WebhookStore
@@ -273,7 +274,8 @@ async def test_a_delivery_to_a_deleted_or_disabled_endpoint_is_dropped_unsent(re
         await worker.run_once()
         [logged] = await worker.outbox.log(endpoint.id)
         assert (logged.outcome, logged.next_try_at) == ("endpoint_disabled", None)
-        assert (await worker.outbox.delivery_status(endpoint.id, logged.event_id))["status"] == "dropped"
+        delivery = redis_keys.webhook_delivery(f"{logged.event_id}:{endpoint.id}")
+        assert (await redis_client.hgetall(delivery))["status"] == "dropped"
         await endpoints.update(endpoint.id, enabled=True)
         await ReviewQueue(redis_client).decide(item.id, "approved")  # review.decided is pending now
         await endpoints.delete(endpoint.id)
