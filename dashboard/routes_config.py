@@ -117,9 +117,17 @@ def profile_of(name: str, form: Form, current: Profile) -> Profile:
                                 "block": _number(form, f"{category}.block", float)}  # fmt: skip
     try:
         return Profile(name=name, mode=form.text("mode"), report_threshold=_number(form, "report_threshold", int),
-                       keep_review_text=form.get("keep_review_text") == "on", categories=categories)  # fmt: skip
+                       keep_review_text=form.get("keep_review_text") == "on", categories=categories,
+                       widget_post_anyway=_widget_post_anyway(form, current))  # fmt: skip
     except ValidationError as error:
         raise _invalid(error) from None
+
+
+def _widget_post_anyway(form: Form, current: Profile) -> list[str]:
+    """The warnings after which the widget offers "post anyway"; a form without the widget's fieldset keeps them."""
+    if "widget_post_anyway.shown" not in form:
+        return current.widget_post_anyway
+    return [warning for warning in ("review", "block") if form.get(f"widget_post_anyway.{warning}") == "on"]
 
 
 @router.post("/profiles/{name}")

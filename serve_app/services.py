@@ -24,6 +24,7 @@ from store.rate_refusals import RateRefusals
 from store.review_queue import ReviewQueue, ReviewRules
 from store.config import ConfigStore
 from store.webhook_endpoints import WebhookStore
+from store.widget import WidgetStore
 from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
@@ -55,6 +56,7 @@ class Services:
     webhooks: WebhookStore | None = None  # webhook endpoints (the admin API)
     outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
     hash_bank: HashBank | None = None  # PDQ hashes of rejected images per account
+    widget: WidgetStore | None = None  # the browser widget's tokens, origins and verdicts (serve_app/routes_widget.py)
     redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
 
     @classmethod
@@ -97,6 +99,7 @@ class Services:
             webhooks=WebhookStore(redis, webhook_rules),
             outbox=Outbox(redis, webhook_rules),
             hash_bank=hash_bank,
+            widget=WidgetStore(redis),
             redis=redis,
         )
 
