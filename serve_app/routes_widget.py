@@ -176,10 +176,12 @@ async def _widget_caller(request: Request) -> Checking:
         raise errors.OriginNotAllowed("A widget check comes from a page: the Origin header is required.")
     address = request.client.host if request.client else ""
     found = await widget_store(request).admit_check(token, origin=origin, address=address)
+    if isinstance(found, WidgetAdmitted) or found.reason not in ("token", "origin"):
+        # The key allows this origin: from here on the page may read the answer, errors included
+        # (serve_app/widget_cors.py), so the widget can tell a refusal from an outage.
+        setattr(request.state, ALLOWED_ORIGIN_STATE, origin)
     if not isinstance(found, WidgetAdmitted):
         _refuse(found.reason, found.retry_after_s)
-    # From here on the page may read the answer, errors included (serve_app/widget_cors.py).
-    setattr(request.state, ALLOWED_ORIGIN_STATE, origin)
     request.state.account = found.key.account
     if found.retry_after_s > 0:
         await count_rate_refusal(services(request), found.key.account)
