@@ -174,7 +174,7 @@ async def _widget_caller(request: Request) -> Checking:
         raise errors.Unauthorized("A widget token is required: Authorization: Bearer <widget token>.")
     if not origin:
         raise errors.OriginNotAllowed("A widget check comes from a page: the Origin header is required.")
-    address = request.client.host if request.client else ""
+    address = _client_address(request)
     found = await widget_store(request).admit_check(token, origin=origin, address=address)
     if isinstance(found, WidgetAdmitted) or found.reason not in ("token", "origin"):
         # The key allows this origin: from here on the page may read the answer, errors included
@@ -187,6 +187,12 @@ async def _widget_caller(request: Request) -> Checking:
         await count_rate_refusal(services(request), found.key.account)
         raise errors.RateLimited(retry_after_s=found.retry_after_s)
     return Checking(Caller(key=found.key, plan=found.plan, profile=found.profile), origin, found.uses_left)
+
+
+def _client_address(request: Request) -> str:
+    header = services(request).client_address_header
+    forwarded = request.headers.get(header) if header else None
+    return forwarded or (request.client.host if request.client else "")
 
 
 def _refuse(reason: str, retry_after_s: float) -> None:

@@ -8,10 +8,12 @@ import time
 
 import pytest
 import redis
-from support.api import Api, photo_bytes
+from support.api import Api, photo_bytes, seeded_api
 
 from policy.widget_verdicts import VERDICT_LIFETIME_S, bytes_sha256, text_sha256
+from runtime.haproxy_rules import CLIENT_ADDRESS_HEADER
 from serve_app import routes_widget
+from serve_app.services import Services
 from store import widget as widget_store
 
 SITE = "https://comments.example"
@@ -289,3 +291,33 @@ def test_the_widget_script_is_served_small_and_as_javascript(api: Api):
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/javascript")
     assert len(response.content) < 8 * 1024
+
+
+@pytest.fixture
+def proxied_api(redis_url: str, backends):
+    """The app as it runs behind HAProxy, which sets the client's address in a header of its own."""
+    services = Services.connect(redis_url, backends, inference_timeout_s=2, client_address_header=CLIENT_ADDRESS_HEADER)
+    with seeded_api(services, backends) as api:
+        yield api
+
+
+def test_behind_the_proxy_the_address_limit_counts_the_clients_address(proxied_api: Api, monkeypatch):
+    monkeypatch.setattr(widget_store, "ADDRESS_BURST", 1)
+    monkeypatch.setattr(widget_store, "ADDRESS_RATE_PER_S", 0.01)
+    _, server_key = make_key(proxied_api, [SITE])
+    token = mint(proxied_api, server_key)
+
+    def check_from(address: str) -> int:
+        headers = {"Authorization": f"Bearer {token}", "Origin": SITE, CLIENT_ADDRESS_HEADER: address}
+        return proxied_api.client.post("/v1/widget/check-text", json={"text": "hi"}, headers=headers).status_code
+
+    assert [check_from("203.0.113.1"), check_from("203.0.113.2"), check_from("203.0.113.1")] == [200, 200, 429]
+
+
+def test_without_the_proxy_a_client_cannot_choose_its_address(api: Api, site, monkeypatch):
+    monkeypatch.setattr(widget_store, "ADDRESS_BURST", 1)
+    monkeypatch.setattr(widget_store, "ADDRESS_RATE_PER_S", 0.01)
+    statuses = [api.client.post("/v1/widget/check-text", json={"text": "hi"}, headers={
+        "Authorization": f"Bearer {site[2]}", "Origin": SITE, CLIENT_ADDRESS_HEADER: f"203.0.113.{n}"}).status_code
+        for n in range(2)]  # fmt: skip
+    assert statuses == [200, 429]
