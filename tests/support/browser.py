@@ -29,7 +29,8 @@ def missing() -> str | None:
     return None
 
 
-def start_chromium():
+def start_chromium(*, performance_log: bool = False):
+    """`performance_log`: keep the DevTools network events, for `driver.get_log("performance")`."""
     reason = missing()
     if reason:
         pytest.skip(f"no browser for the dashboard tests: {reason}")
@@ -42,4 +43,6 @@ def start_chromium():
                  f"--window-size={WINDOW[0]},{WINDOW[1]}", "--disable-extensions", "--no-first-run",
                  "--force-device-scale-factor=1"):  # fmt: skip
         options.add_argument(flag)
+    if performance_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
