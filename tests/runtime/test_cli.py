@@ -44,3 +44,13 @@ def test_hash_bank_commands_make_the_admin_apis_requests(tmp_path):
     assert request("hashbank", "import", "acme", str(csv)) == (
         "POST", "/admin/v1/accounts/acme/hash-bank/import",
         {"content": csv.read_bytes(), "headers": {"content-type": "text/csv"}})
+
+
+def test_widget_commands_set_a_keys_origins_and_read_its_widget_use():
+    def request(*argv):
+        return _request(_parser().parse_args(list(argv)))
+
+    assert request("keys", "widget-origins", "key_1", "https://a.example", "https://b.example") == (
+        "PUT", "/admin/v1/keys/key_1/widget", {"json": {"origins": ["https://a.example", "https://b.example"]}})
+    assert request("keys", "widget-origins", "key_1") == ("PUT", "/admin/v1/keys/key_1/widget", {"json": {"origins": []}})
+    assert request("keys", "widget", "key_1") == ("GET", "/admin/v1/keys/key_1/widget", {})
