@@ -14,64 +14,39 @@ from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from moderation.errors import UploadTooLarge
 from moderation.flow import Caller
 from moderation.items import image_item, text_item
 from moderation.limits import check_texts, require_scope
-from policy import widget_tokens, widget_verdicts
+from policy import widget_verdicts
 from policy.types import Action, ContentKind
 from serve_app import errors
 from serve_app.auth import authenticated_caller, bearer_token, services
 from serve_app.bodies import json_bytes_for, json_object, read_body, read_json, refuse_declared_oversize
 from serve_app.form_reader import FORM_OVERHEAD_BYTES, PartTooLarge, read_form
 from serve_app.services import count_rate_refusal
+from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, error_responses
 from serve_app.widget_cors import ALLOWED_ORIGIN_STATE, preflight_headers
+from serve_app.widget_schemas import (
+    CHECK_IMAGE_BODY,
+    CHECK_TEXT_BODY,
+    REDEEM_BODY,
+    SMALL_BODY_BYTES,
+    TOKEN_BODY,
+    RedeemedVerdict,
+    RedeemRequest,
+    TokenRequest,
+    WidgetCheck,
+    WidgetToken,
+)
 from store.widget import WidgetAdmitted, WidgetStore
 
 router = APIRouter()
 WIDGET_JS = Path(__file__).parent / "static" / "widget.js"
 CHECK_PATHS = ("/v1/widget/check-text", "/v1/widget/check-image")
-# A token request or a redemption is a few small fields.
-SMALL_BODY_BYTES = 4096
 IMAGE_FIELDS = frozenset({"image", "file"})
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TokenRequest(_Strict):
-    minutes: int = Field(default=widget_tokens.DEFAULT_TOKEN_MINUTES, ge=1, le=widget_tokens.MAX_TOKEN_MINUTES)
-    uses: int = Field(default=widget_tokens.DEFAULT_TOKEN_USES, ge=1, le=widget_tokens.MAX_TOKEN_USES)
-
-
-class WidgetToken(BaseModel):
-    token: str
-    expires_at: float
-    uses: int
-    origins: list[str]
-
-
-class WidgetCheck(BaseModel):
-    decision: Action
-    may_post: bool
-    verdict: str
-    verdict_expires_at: float
-    uses_left: int
-
-
-class RedeemRequest(_Strict):
-    verdict: str = Field(min_length=1, max_length=SMALL_BODY_BYTES)
-    content_sha256: str = Field(pattern="^[0-9a-fA-F]{64}$")
-
-
-class RedeemedVerdict(BaseModel):
-    decision: Action
-    kind: ContentKind
-    issued_at: float
-    origin: str
 
 
 @dataclass(frozen=True)
@@ -92,10 +67,11 @@ async def widget_script() -> FileResponse:
     return FileResponse(WIDGET_JS, media_type="text/javascript", headers={"Cache-Control": "public, max-age=300"})
 
 
-@router.post("/v1/widget/tokens", response_model=WidgetToken, status_code=201)
+@router.post("/v1/widget/tokens", response_model=WidgetToken, openapi_extra=TOKEN_BODY,
+             responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 403)})
 async def mint_token(request: Request, caller: Caller = Depends(authenticated_caller)) -> WidgetToken:
     """With the server key, from the site's backend: a check-only token for one page view."""
-    body = await read_body(request, SMALL_BODY_BYTES, errors.InvalidRequest("A token request is a few fields."))
+    body = await _small_body(request)
     wanted = _validated(TokenRequest, json_object(body, '{"minutes": 30, "uses": 20}') if body.strip() else {})
     store = widget_store(request)
     origins = await store.origins(caller.key.id)
@@ -114,7 +90,8 @@ async def preflight(request: Request) -> Response:
     return Response(status_code=204, headers=preflight_headers(origin))
 
 
-@router.post("/v1/widget/check-text", response_model=WidgetCheck)
+@router.post("/v1/widget/check-text", response_model=WidgetCheck, openapi_extra=CHECK_TEXT_BODY,
+             responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)})
 async def check_text(request: Request) -> WidgetCheck:
     checking = await _widget_caller(request)
     caller = checking.caller
@@ -129,7 +106,8 @@ async def check_text(request: Request) -> WidgetCheck:
     return await _answer(request, checking, outcome.decision.decision, "text", text_sha256)
 
 
-@router.post("/v1/widget/check-image", response_model=WidgetCheck)
+@router.post("/v1/widget/check-image", response_model=WidgetCheck, openapi_extra=CHECK_IMAGE_BODY,
+             responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413)})
 async def check_image(request: Request) -> WidgetCheck:
     checking = await _widget_caller(request)
     caller = checking.caller
@@ -150,13 +128,14 @@ async def check_image(request: Request) -> WidgetCheck:
     return await _answer(request, checking, outcome.decision.decision, "image", image_sha256)
 
 
-@router.post("/v1/widget/verdicts/redeem", response_model=RedeemedVerdict)
+@router.post("/v1/widget/verdicts/redeem", response_model=RedeemedVerdict, openapi_extra=REDEEM_BODY,
+             responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 403, 409, 410)})
 async def redeem_verdict(request: Request, caller: Caller = Depends(authenticated_caller)) -> RedeemedVerdict:
     """With the server key, from the site's backend, once per post: the verdict the page sent, and the SHA-256 of
     the content the backend received. 200 only for a genuine, unexpired, unused verdict of this key about exactly
     that content."""
     example = '{"verdict": "v1...", "content_sha256": "<64 hex digits>"}'
-    wanted = _validated(RedeemRequest, await read_json(request, caller, None, SMALL_BODY_BYTES, example))
+    wanted = _validated(RedeemRequest, json_object(await _small_body(request), example))
     store = widget_store(request)
     verdict = widget_verdicts.check(wanted.verdict, await store.signing_secret(), key_id=caller.key.id,
                                     content_sha256=wanted.content_sha256, now=time.time())  # fmt: skip
@@ -172,8 +151,6 @@ async def _widget_caller(request: Request) -> Checking:
     token, origin = bearer_token(request), request.headers.get("origin", "")
     if token is None:
         raise errors.Unauthorized("A widget token is required: Authorization: Bearer <widget token>.")
-    if not origin:
-        raise errors.OriginNotAllowed("A widget check comes from a page: the Origin header is required.")
     address = _client_address(request)
     found = await widget_store(request).admit_check(token, origin=origin, address=address)
     if isinstance(found, WidgetAdmitted) or found.reason not in ("token", "origin"):
@@ -181,7 +158,7 @@ async def _widget_caller(request: Request) -> Checking:
         # (serve_app/widget_cors.py), so the widget can tell a refusal from an outage.
         setattr(request.state, ALLOWED_ORIGIN_STATE, origin)
     if not isinstance(found, WidgetAdmitted):
-        _refuse(found.reason, found.retry_after_s)
+        _refuse(found.reason, found.retry_after_s, origin)
     request.state.account = found.key.account
     if found.retry_after_s > 0:
         await count_rate_refusal(services(request), found.key.account)
@@ -195,7 +172,10 @@ def _client_address(request: Request) -> str:
     return forwarded or (request.client.host if request.client else "")
 
 
-def _refuse(reason: str, retry_after_s: float) -> None:
+def _refuse(reason: str, retry_after_s: float, origin: str) -> None:
+    """A token's check refused, with the error that says why (an unknown token first, whatever the origin)."""
+    if reason == "origin" and not origin:
+        raise errors.OriginNotAllowed("A widget check comes from a page: the Origin header is required.")
     if reason == "origin":
         raise errors.OriginNotAllowed()
     if reason == "spent":
@@ -224,7 +204,12 @@ async def _answer(request: Request, checking: Checking, decision: Action, kind: 
     )
 
 
-def _validated(model: type[_Strict], raw: dict) -> _Strict:
+async def _small_body(request: Request) -> bytes:
+    return await read_body(request, SMALL_BODY_BYTES, errors.InvalidRequest(
+        f"A token request or a redemption is a few fields, at most {SMALL_BODY_BYTES} bytes."))
+
+
+def _validated(model: type[BaseModel], raw: dict) -> BaseModel:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
