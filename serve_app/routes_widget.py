@@ -16,7 +16,6 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ValidationError
 
-from moderation.errors import UploadTooLarge
 from moderation.flow import Caller
 from moderation.items import image_item, text_item
 from moderation.limits import check_texts, require_scope
@@ -24,8 +23,7 @@ from policy import widget_verdicts
 from policy.types import Action, ContentKind
 from serve_app import errors
 from serve_app.auth import authenticated_caller, bearer_token, services
-from serve_app.bodies import json_bytes_for, json_object, read_body, read_json, refuse_declared_oversize
-from serve_app.form_reader import FORM_OVERHEAD_BYTES, PartTooLarge, read_form
+from serve_app.bodies import json_bytes_for, json_object, read_body, read_image_form, read_json
 from serve_app.services import count_rate_refusal
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, error_responses
 from serve_app.widget_cors import ALLOWED_ORIGIN_STATE, preflight_headers
@@ -46,7 +44,6 @@ from store.widget import WidgetAdmitted, WidgetStore
 router = APIRouter()
 WIDGET_JS = Path(__file__).parent / "static" / "widget.js"
 CHECK_PATHS = ("/v1/widget/check-text", "/v1/widget/check-image")
-IMAGE_FIELDS = frozenset({"image", "file"})
 
 
 @dataclass(frozen=True)
@@ -112,17 +109,7 @@ async def check_image(request: Request) -> WidgetCheck:
     checking = await _widget_caller(request)
     caller = checking.caller
     require_scope(caller.plan, "image")
-    max_bytes = caller.plan.image_max_bytes
-    too_large = UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
-    refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
-    try:
-        form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)
-    except PartTooLarge:
-        raise too_large from None
-    data = form.files.get("image") or form.files.get("file")
-    if not data:
-        raise errors.NoImage()
-    request.state.log_fields.update(bytes=len(data))
+    data, _ = await read_image_form(request, caller.plan)
     [outcome] = await services(request).flow.moderate_many(caller, [image_item(caller.plan, caller.profile, data)])
     image_sha256 = widget_verdicts.bytes_sha256(data)
     return await _answer(request, checking, outcome.decision.decision, "image", image_sha256)

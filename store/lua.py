@@ -42,24 +42,24 @@ end
 """
 
 # A key by its id, with its plan and profile, as AUTHORIZE and the widget's WIDGET_AUTHORIZE (store.lua_widget)
-# read it: nil for a key that is gone or revoked; {key JSON} alone when its plan or profile is missing; else
-# {key JSON, plan JSON, profile JSON, the plan decoded}.
+# read it: {key JSON, plan JSON, profile JSON, the plan decoded}, nil; or nil and the script's refusal: {"refused"}
+# for a key that is gone or revoked, {"unconfigured", key JSON} when its plan or profile is missing.
 KEY_WITH_CONFIG = """
 local function key_with_config(key_id, key_prefix, plan_prefix, profile_prefix)
   local key_json = redis.call('GET', key_prefix .. key_id)
   if not key_json then
-    return nil
+    return nil, {'refused'}
   end
   local key = cjson.decode(key_json)
   if key['revoked'] == true then
-    return nil
+    return nil, {'refused'}
   end
   local plan_json = redis.call('GET', plan_prefix .. key['plan'])
   local profile_json = redis.call('GET', profile_prefix .. key['profile'])
   if not plan_json or not profile_json then
-    return {key_json}
+    return nil, {'unconfigured', key_json}
   end
-  return {key_json, plan_json, profile_json, cjson.decode(plan_json)}
+  return {key_json, plan_json, profile_json, cjson.decode(plan_json)}, nil
 end
 """
 
@@ -81,12 +81,9 @@ local key_id = redis.call('GET', KEYS[1])
 if not key_id then
   return {'refused'}
 end
-local found = key_with_config(key_id, ARGV[1], ARGV[2], ARGV[3])
-if not found then
-  return {'refused'}
-end
-if not found[2] then
-  return {'unconfigured', found[1]}
+local found, refusal = key_with_config(key_id, ARGV[1], ARGV[2], ARGV[3])
+if refusal then
+  return refusal
 end
 local plan = found[4]
 local wait = take_rate_token(ARGV[4] .. key_id, tonumber(plan['rate_per_second']), tonumber(plan['burst']),

@@ -36,12 +36,9 @@ end
 if tonumber(redis.call('HGET', KEYS[1], 'uses_left') or '0') <= 0 then
   return counted('refused_spent', {'spent'})
 end
-local found = key_with_config(key_id, ARGV[3], ARGV[4], ARGV[5])
-if not found then
-  return {'refused'}
-end
-if not found[2] then
-  return {'unconfigured', found[1]}
+local found, refusal = key_with_config(key_id, ARGV[3], ARGV[4], ARGV[5])
+if refusal then
+  return refusal
 end
 local address_wait = take_rate_token(ARGV[8] .. key_id .. ':' .. ARGV[2], tonumber(ARGV[9]), tonumber(ARGV[10]), nil)
 if address_wait > 0 then

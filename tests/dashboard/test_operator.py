@@ -5,17 +5,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from support.dashboard import ADMIN, PASSWORD, log_in, make_user, post_form
+from support.dashboard import ADMIN, PASSWORD, post_form
 
 from policy.types import Profile
-
-
-@pytest.fixture
-def olga(client):
-    make_user(client, "olga", "operator")
-    assert log_in(client, "olga").status_code == 303
-    return client
 
 
 def test_a_created_keys_secret_is_shown_once_and_works_and_a_revoked_key_stops(api, olga):

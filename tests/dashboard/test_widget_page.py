@@ -3,17 +3,9 @@ profile page sets after which warnings "post anyway" is offered."""
 
 from __future__ import annotations
 
-import pytest
-from support.dashboard import ADMIN, log_in, make_user, post_form
+from support.dashboard import ADMIN, post_form
 
 SITE = "https://comments.example"
-
-
-@pytest.fixture
-def olga(client):
-    make_user(client, "olga", "operator")
-    assert log_in(client, "olga").status_code == 303
-    return client
 
 
 def test_an_operator_sets_a_keys_origins_and_sees_its_widget_use(api, olga):
