@@ -104,7 +104,10 @@
   function onSubmit(event) {
     var form = event.target;
     if (form.dataset.moderationPassing) { delete form.dataset.moderationPassing; return; }
-    var fields = Array.prototype.filter.call(form.querySelectorAll(FIELDS), function (f) { return content(f); });
+    var marked = Array.prototype.slice.call(form.querySelectorAll(FIELDS));
+    // A field emptied since its last check must not carry that check's verdict.
+    marked.forEach(function (field) { if (!content(field)) verdictInput(form, field).value = ""; });
+    var fields = marked.filter(content);
     if (!fields.length || !data.token) return;
     event.preventDefault();
     var submitter = event.submitter;
