@@ -43,7 +43,6 @@ from store.widget import WidgetAdmitted, WidgetStore
 
 router = APIRouter()
 WIDGET_JS = Path(__file__).parent / "static" / "widget.js"
-CHECK_PATHS = ("/v1/widget/check-text", "/v1/widget/check-image")
 
 
 @dataclass(frozen=True)

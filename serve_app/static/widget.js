@@ -80,6 +80,7 @@
     box.className = "moderation-warning";
     box.id = "moderation-warning-" + Math.random().toString(36).slice(2);
     box.setAttribute("role", "alert");
+    box.addEventListener("keydown", function (e) { if (e.key === "Escape") edit.click(); });
     var message = document.createElement("p");
     message.textContent = blocked && !mayPost ? text.block : text.review;
     box.appendChild(message);
@@ -104,6 +105,7 @@
   function onSubmit(event) {
     var form = event.target;
     if (form.dataset.moderationPassing) { delete form.dataset.moderationPassing; return; }
+    if (form.dataset.moderationState === "checking") { event.preventDefault(); return; } // a second click waits
     var marked = Array.prototype.slice.call(form.querySelectorAll(FIELDS));
     // A field emptied since its last check must not carry that check's verdict.
     marked.forEach(function (field) { if (!content(field)) verdictInput(form, field).value = ""; });
