@@ -245,3 +245,25 @@ def test_a_widget_check_takes_tens_of_milliseconds(serve_graph, admin_client, si
             timings.append((time.perf_counter() - started) * 1000)
     print(f"widget check-text: median {statistics.median(timings):.1f} ms, max {max(timings):.1f} ms")
     assert statistics.median(timings) < 5000
+
+
+def test_where_the_profile_allows_no_post_anyway_the_warning_offers_only_edit(serve_graph, admin_client, browser):
+    from selenium.webdriver.common.by import By
+
+    profile = {**PROFILE, "widget_post_anyway": []}
+    assert admin_client.put("/admin/v1/profiles/widget-e2e-edit-only", json=profile).status_code == 200
+    created = admin_client.post("/admin/v1/keys", json={"account": ACCOUNT, "profile": "widget-e2e-edit-only",
+                                                         "plan": "default"}).json()  # fmt: skip
+    site = Site(serve_graph["base_url"], created["key"])
+    try:
+        admin_client.put(f"/admin/v1/keys/{created['id']}/widget", json={"origins": [site.origin]})
+        open_form(browser, site).send_keys(HURTFUL)
+        browser.find_element(By.ID, "post").click()
+        warning = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".moderation-warning[role=alert]"))[0]
+        assert [b.text for b in warning.find_elements(By.TAG_NAME, "button")] == ["Edit"]
+        browser.switch_to.active_element.click()  # Edit: the warning goes, the comment has the focus
+        assert not browser.find_elements(By.CSS_SELECTOR, ".moderation-warning")
+        assert browser.switch_to.active_element.get_attribute("id") == "comment"
+        assert site.posts == []
+    finally:
+        site.close()
