@@ -72,6 +72,7 @@ async def revoke_key(request: Request, key_id: str, viewer: Viewer = Depends(ope
     await checked_form(request, viewer.session)
     if not await services(request).config.revoke_key(key_id):
         raise PageError(404, f"No key with id {key_id}.")
+    await services(request).widget.set_origins(key_id, [])  # its pages' preflights are no longer answered
     return RedirectResponse(f"{PATH}/keys", status_code=303)
 
 

@@ -7,9 +7,9 @@ which assumes a single Redis instance (no Cluster).
 from store.lua import KEY_WITH_CONFIG, TAKE_RATE_TOKEN
 
 # One widget check's admission, in one step, so that concurrent checks of one token never spend a use twice and a
-# refused check spends nothing: the token (gone once expired: its hash has an EXPIREAT), the page's origin among
-# those the operator allows for the token's key now (so removing an origin holds from the next check), a use of the
-# token's budget, the key live with its plan and profile, a token of the client address's bucket for this key, and a
+# refused check spends nothing: the token (gone once expired: its hash has an EXPIREAT), its key live with its plan
+# and profile, the page's origin among those the operator allows for the key now (so removing an origin holds from
+# the next check), a use of the token's budget, a token of the client address's bucket for this key, and a
 # token of the key's own rate bucket (a widget check is a request of the key like any other). Every outcome after
 # the token is found is counted in the key's widget use of the month.
 # KEYS[1] the token's hash. ARGV[1] the page's origin, ARGV[2] the client address, ARGV[3] key record prefix,
@@ -30,15 +30,15 @@ local function counted(field, reply)
   redis.call('EXPIRE', use_key, tonumber(ARGV[12]))
   return reply
 end
+local found, refusal = key_with_config(key_id, ARGV[3], ARGV[4], ARGV[5])
+if refusal then
+  return refusal
+end
 if redis.call('SISMEMBER', ARGV[7] .. key_id, ARGV[1]) == 0 then
   return counted('refused_origin', {'origin'})
 end
 if tonumber(redis.call('HGET', KEYS[1], 'uses_left') or '0') <= 0 then
   return counted('refused_spent', {'spent'})
-end
-local found, refusal = key_with_config(key_id, ARGV[3], ARGV[4], ARGV[5])
-if refusal then
-  return refusal
 end
 local address_wait = take_rate_token(ARGV[8] .. key_id .. ':' .. ARGV[2], tonumber(ARGV[9]), tonumber(ARGV[10]), nil)
 if address_wait > 0 then

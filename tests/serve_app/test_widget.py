@@ -150,10 +150,11 @@ def test_an_expired_token_is_refused(api: Api, redis_url: str, site):
     assert_error(check_text(api, site[2], "hello"), 401, "unauthorized")
 
 
-def test_a_revoked_keys_tokens_stop_at_once(api: Api, site):
+def test_a_revoked_keys_tokens_stop_at_once_and_its_origins_go(api: Api, site):
     key_id, _, token = site
     api.client.delete(f"/admin/v1/keys/{key_id}", headers=api.admin)
     assert_error(check_text(api, token, "hello"), 401, "unauthorized")
+    assert_error(api.client.options("/v1/widget/check-text", headers={"Origin": SITE}), 403, "origin_not_allowed")
 
 
 def test_an_origin_the_operator_removes_is_refused_from_the_next_check(api: Api, site):
