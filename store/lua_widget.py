@@ -10,8 +10,8 @@ from store.lua import KEY_WITH_CONFIG, TAKE_RATE_TOKEN
 # refused check spends nothing: the token (gone once expired: its hash has an EXPIREAT), its key live with its plan
 # and profile, the page's origin among those the operator allows for the key now (so removing an origin holds from
 # the next check), a use of the token's budget, a token of the client address's bucket for this key, and a
-# token of the key's own rate bucket (a widget check is a request of the key like any other). Every outcome after
-# the token is found is counted in the key's widget use of the month.
+# token of the key's own rate bucket (a widget check is a request of the key like any other). An admitted check, and
+# a check refused for its origin, a spent token or its address, is counted in the key's widget use of the month.
 # KEYS[1] the token's hash. ARGV[1] the page's origin, ARGV[2] the client address, ARGV[3] key record prefix,
 # ARGV[4] plan prefix, ARGV[5] profile prefix, ARGV[6] key rate bucket prefix, ARGV[7] origins prefix, ARGV[8] address
 # bucket prefix, ARGV[9] address rate per second, ARGV[10] address burst, ARGV[11] the month's use prefix,
