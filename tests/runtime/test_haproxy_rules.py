@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from runtime.haproxy import verified_binary, write_launcher
-from runtime.haproxy_rules import MARKER, SourceLimits, config_path, frontend_rules, with_our_rules
+from runtime.haproxy_rules import CLIENT_ADDRESS_HEADER, MARKER, SourceLimits, config_path, frontend_rules, with_our_rules
 
 # The shape of Ray 2.60's template: its errorfiles turn HAProxy's own errors into a plain-text 500.
 RAY_LIKE_CONFIG = """global
@@ -86,7 +86,8 @@ def _free_port() -> int:
 
 class _App(BaseHTTPRequestHandler):
     """401 for a key that is not `good`, 200 otherwise (what the ingress would answer); `/serve-503` as Serve
-    answers for a full replica (plain text), `/app-503` as our app does (JSON)."""
+    answers for a full replica (plain text), `/app-503` as our app does (JSON); `/client-address` echoes the client
+    address headers it got."""
 
     def do_GET(self):
         keyed = self.headers.get("Authorization")
@@ -99,6 +100,8 @@ class _App(BaseHTTPRequestHandler):
             status, body = 503, b'{"error": {"code": "store_unavailable", "message": "x"}}'
         elif self.path == "/serve-500":
             status, kind, body = 500, "text/plain", b"Internal Server Error"
+        elif self.path == "/client-address":
+            body = json.dumps(self.headers.get_all(CLIENT_ADDRESS_HEADER) or []).encode()
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
@@ -192,3 +195,11 @@ def test_with_no_ingress_up_haproxy_answers_503_ingress_unavailable_not_rays_500
     assert answer.status_code == 503 and answer.headers["Retry-After"] == "1" and answer.headers["X-Request-ID"]
     assert answer.headers["Content-Type"] == "application/json"
     assert answer.json()["error"]["code"] == "ingress_unavailable"
+
+
+def test_the_ingress_learns_the_clients_address_and_never_one_the_client_chose(limited_haproxy):
+    """The widget's per-address limit (serve_app/routes_widget.py) counts this header behind HAProxy."""
+    base_url, _, _ = limited_haproxy
+    with _client("127.0.0.4") as client:
+        forged = {"Authorization": "Bearer good", CLIENT_ADDRESS_HEADER: "203.0.113.9"}
+        assert client.get(f"{base_url}/client-address", headers=forged).json() == ["127.0.0.4"]
