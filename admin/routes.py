@@ -111,6 +111,7 @@ async def get_key(key_id: str, request: Request) -> ApiKey:
 async def revoke_key(key_id: str, request: Request) -> Response:
     if not await services(request).config.revoke_key(key_id):
         raise NotFound(f"No key with id {key_id!r}.")
+    await services(request).widget.set_origins(key_id, [])  # its pages' preflights are no longer answered
     return Response(status_code=204)
 
 

@@ -72,6 +72,7 @@ async def revoke_key(request: Request, key_id: str, viewer: Viewer = Depends(ope
     await checked_form(request, viewer.session)
     if not await services(request).config.revoke_key(key_id):
         raise PageError(404, f"No key with id {key_id}.")
+    await services(request).widget.set_origins(key_id, [])  # its pages' preflights are no longer answered
     return RedirectResponse(f"{PATH}/keys", status_code=303)
 
 
@@ -117,9 +118,17 @@ def profile_of(name: str, form: Form, current: Profile) -> Profile:
                                 "block": _number(form, f"{category}.block", float)}  # fmt: skip
     try:
         return Profile(name=name, mode=form.text("mode"), report_threshold=_number(form, "report_threshold", int),
-                       keep_review_text=form.get("keep_review_text") == "on", categories=categories)  # fmt: skip
+                       keep_review_text=form.get("keep_review_text") == "on", categories=categories,
+                       widget_post_anyway=_widget_post_anyway(form, current))  # fmt: skip
     except ValidationError as error:
         raise _invalid(error) from None
+
+
+def _widget_post_anyway(form: Form, current: Profile) -> list[str]:
+    """The warnings after which the widget offers "post anyway"; a form without the widget's fieldset keeps them."""
+    if "widget_post_anyway.shown" not in form:
+        return current.widget_post_anyway
+    return [warning for warning in ("review", "block") if form.get(f"widget_post_anyway.{warning}") == "on"]
 
 
 @router.post("/profiles/{name}")

@@ -17,6 +17,7 @@ from deployments.image_model import ImageModel
 from deployments.ingress import ModerationIngress
 from deployments.policy import Policy
 from deployments.text_model import TextModel
+from runtime.haproxy_rules import CLIENT_ADDRESS_HEADER
 from runtime.settings import get_settings
 
 
@@ -44,4 +45,5 @@ def build_app(args: BuildArgs) -> Application:
         time_limits=settings.time_limits(),
         health_rules=settings.health_rules(),
         admission_rules=settings.admission_rules(),
+        client_address_header=CLIENT_ADDRESS_HEADER if settings.haproxy else None,
     )

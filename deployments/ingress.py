@@ -38,6 +38,7 @@ class ModerationIngress:
         time_limits: TimeLimits = TimeLimits(),
         health_rules: HealthRules = HealthRules(),
         admission_rules: dict[str, AdmissionRules] | None = None,
+        client_address_header: str | None = None,
     ):
         # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
         password = Path(redis_password_file).read_text().strip() if redis_password_file else None
@@ -51,6 +52,7 @@ class ModerationIngress:
             health_rules=health_rules,
             on_store_memory=record_store_memory,
             admission=admission_rules,
+            client_address_header=client_address_header,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
         await seed_config(self._services.config, Path(config_dir))

@@ -96,6 +96,9 @@ class Profile(_OperatorSet):
     # A text queued for review keeps its text for the moderator for as long as the item is kept; False keeps none
     # (the moderator then sees only the reference). Images are never stored, whatever this says.
     keep_review_text: bool = True
+    # The browser widget's warnings after which the person may still post ("post anyway"); after the others they can
+    # only edit. The site's backend decides in the end: it sees the decision in the verdict it redeems.
+    widget_post_anyway: list[Literal["review", "block"]] = Field(default_factory=lambda: ["review"])
 
     @model_validator(mode="after")
     def _known_categories(self) -> Profile:

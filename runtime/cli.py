@@ -2,6 +2,8 @@
 
     moderation-admin keys create --account acme --profile default --plan default
     moderation-admin keys revoke key_0123456789abcdef0123456789abcdef
+    moderation-admin keys widget-origins key_0123... https://www.example.com   (none: the widget off for the key)
+    moderation-admin keys widget key_0123...       (the key's widget origins and this month's widget use)
     moderation-admin plans get default
     moderation-admin plans put gold --file gold.yaml
     moderation-admin profiles put site-b --file site-b.yaml
@@ -50,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--plan", default="default")
     keys.add_parser("revoke").add_argument("id")
     keys.add_parser("get").add_argument("id")
+    keys.add_parser("widget", help="a key's widget origins and this month's widget use").add_argument("id")
+    origins = keys.add_parser("widget-origins", help="the page origins a key allows for the widget (none: off)")
+    origins.add_argument("id")
+    origins.add_argument("origins", nargs="*")
 
     for name in ("plans", "profiles"):
         group = groups.add_parser(name).add_subparsers(dest="action", required=True)
@@ -109,6 +115,10 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
         if action == "create":
             body = {"account": args.account, "profile": args.profile, "plan": args.plan}
             return "POST", "/admin/v1/keys", {"json": body}
+        if action == "widget-origins":
+            return "PUT", f"/admin/v1/keys/{args.id}/widget", {"json": {"origins": args.origins}}
+        if action == "widget":
+            return "GET", f"/admin/v1/keys/{args.id}/widget", {}
         return ("DELETE" if action == "revoke" else "GET"), f"/admin/v1/keys/{args.id}", {}
     if group == "users":
         return _user_request(args)

@@ -39,6 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WINDOW_S = 10
+# Behind HAProxy every request reaches the ingress from HAProxy's address; the widget's per-address limit needs the
+# client's. HAProxy sets this header to the address it was connected from, replacing any the client sent, and the
+# ingress reads it only when HAProxy is in front (deployments/builder.py).
+CLIENT_ADDRESS_HEADER = "X-Moderation-Client-Address"
+CLIENT_ADDRESS_RULE = f"http-request set-header {CLIENT_ADDRESS_HEADER} %[src]"
 MARKER = "# moderation-service: our rules (runtime/haproxy_rules.py)"
 ERROR_FILE = "moderation-503.http"
 FRONTEND = "frontend http_frontend"
@@ -98,7 +103,7 @@ def error_file(body: str) -> str:
 
 def frontend_rules(limits: SourceLimits) -> list[str]:
     """The lines that go right after the frontend's `bind`, ahead of Ray's own rules."""
-    return [MARKER, *_limit_rules(limits), *BACKEND_ANSWERS]
+    return [MARKER, *_limit_rules(limits), *BACKEND_ANSWERS, CLIENT_ADDRESS_RULE]
 
 
 def _limit_rules(limits: SourceLimits) -> list[str]:

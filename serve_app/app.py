@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from serve_app import routes_openai, routes_perspective, routes_public
+from serve_app import routes_openai, routes_perspective, routes_public, routes_widget
 from serve_app.access_log import AccessLogMiddleware
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.docs_page import install_docs
 from serve_app.errors import install_error_handlers
 from serve_app.schemas import finish_openapi
 from serve_app.services import Services
+from serve_app.widget_cors import WidgetCorsMiddleware
 
 API_VERSION = "1.0.0"
 
@@ -33,9 +34,12 @@ def create_app(services: Services) -> FastAPI:
     # Inside the access log (added first), so the log sees the 408/429/503 it answers.
     app.add_middleware(DeadlineMiddleware, limits=services.time_limits)
     app.add_middleware(AccessLogMiddleware)
+    # Outermost, so that every answer of a widget check, a deadline's or an error's too, gets its CORS headers.
+    app.add_middleware(WidgetCorsMiddleware)
     app.include_router(routes_public.router)
     app.include_router(routes_openai.router)
     app.include_router(routes_perspective.router)
+    app.include_router(routes_widget.router)
 
     def openapi() -> dict:
         if app.openapi_schema is None:

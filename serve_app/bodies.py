@@ -7,12 +7,12 @@ import json
 
 from fastapi import Request
 
-from moderation.errors import TextTooLong
+from moderation.errors import TextTooLong, UploadTooLarge
 from moderation.flow import Caller
 from moderation.limits import require_scope
-from policy.types import ContentKind
-from serve_app.errors import InvalidRequest
-from serve_app.form_reader import FORM_OVERHEAD_BYTES
+from policy.types import ContentKind, Plan
+from serve_app.errors import InvalidRequest, NoImage
+from serve_app.form_reader import FORM_OVERHEAD_BYTES, PartTooLarge, read_form
 from serve_app.json_shape import JsonTooComplex, check_json_shape
 
 # A JSON-escaped character takes at most 6 bytes ("\uXXXX"); plus room for the other fields.
@@ -22,6 +22,10 @@ JSON_BYTES_PER_CHAR = 6
 # between the check's steps (each a few ms on the largest body), instead of waiting for the whole check and parse.
 # Below this size the whole work is under a millisecond, less than the hop to a thread.
 PARSE_OFF_LOOP_BYTES = 64 * 1024
+
+
+# The multipart part an image comes in, and its alias.
+IMAGE_FIELDS = frozenset({"image", "file"})
 
 
 def json_bytes_for(chars: int) -> int:
@@ -76,3 +80,20 @@ async def read_json(request: Request, caller: Caller, scope: ContentKind | None,
     if len(body) > PARSE_OFF_LOOP_BYTES:
         return await asyncio.to_thread(json_object, body, example)
     return json_object(body, example)
+
+
+async def read_image_form(request: Request, plan: Plan) -> tuple[bytes, dict[str, str]]:
+    """An image upload's bytes (part `image`, or its alias `file`) and the form's text fields: 413 `image_too_large`
+    past the plan's bytes (declared or streamed), 400 `no_image` without the part."""
+    max_bytes = plan.image_max_bytes
+    too_large = UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+    refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
+    try:
+        form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)
+    except PartTooLarge:
+        raise too_large from None
+    data = form.files.get("image") or form.files.get("file")
+    if not data:
+        raise NoImage()
+    request.state.log_fields.update(bytes=len(data))
+    return data, form.fields

@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.decode_pool import DecodeBusy
 from moderation import errors as flow
+from policy import widget_verdicts as verdicts
 from store.review_queue import (
     QUEUE_FULL_RETRY_AFTER_S,
     InvalidReviewField,
@@ -96,6 +97,10 @@ QueueFull = ErrorKind(
     retry_after_s=QUEUE_FULL_RETRY_AFTER_S,
 )  # fmt: skip
 RateLimited = ErrorKind(429, "rate_limited", "Too many requests; retry after the number of seconds in Retry-After.")
+# The browser widget's (serve_app/routes_widget.py, docs/widget.md).
+WidgetNotEnabled = ErrorKind(403, "widget_not_enabled", "The key allows no page origin; an operator sets them first.")
+OriginNotAllowed = ErrorKind(403, "origin_not_allowed", "The page's origin is not one the key allows for the widget.")
+WidgetTokenSpent = ErrorKind(403, "widget_token_spent", "The widget token's checks are used up; mint a new token.")
 InternalError = ErrorKind(500, "internal_error", "Internal error.")
 Overloaded = ErrorKind(
     503, "overloaded", "The service is at capacity; retry after the seconds in Retry-After.", retry_after_s=1
@@ -127,6 +132,11 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     flow.ModelUnavailable: ErrorKind(503, "inference_unavailable", retry_after_s=5),
     DecodeBusy: Overloaded,
     DecodeTimeout: Overloaded,
+    verdicts.InvalidVerdict: ErrorKind(400, "invalid_verdict"),
+    verdicts.VerdictForOtherKey: ErrorKind(403, "verdict_wrong_key"),
+    verdicts.VerdictForOtherContent: ErrorKind(409, "verdict_content_mismatch"),
+    verdicts.VerdictUsed: ErrorKind(409, "verdict_used"),
+    verdicts.VerdictExpired: ErrorKind(410, "verdict_expired"),
     UnsafeWebhookUrl: InvalidRequest,  # the admin API's webhook URL rule (SECURITY.md, Outbound requests)
     TooManyEndpoints: InvalidRequest,
     UnreadableRecord: StoreUnavailable,  # a plan or profile stored before non-finite numbers were refused

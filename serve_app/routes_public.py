@@ -7,14 +7,14 @@ from typing import TypeVar
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 
-from moderation.errors import ModelUnavailable, UploadTooLarge
+from moderation.errors import ModelUnavailable
 from moderation.flow import Caller, Moderated
 from moderation.items import image_item, text_item
 from moderation.limits import BATCH_TEXT_LIMITS, check_texts, parse_threshold, require_scope
 from policy.types import PRIMARY_CATEGORIES
 from serve_app import errors
 from serve_app.auth import authenticated_caller, services
-from serve_app.bodies import json_bytes_for, read_json, refuse_declared_oversize
+from serve_app.bodies import json_bytes_for, read_image_form, read_json
 from serve_app.form_reader import FORM_OVERHEAD_BYTES, PartTooLarge, read_form
 from serve_app.schemas import (
     BODY_ROUTE_ERRORS,
@@ -42,7 +42,6 @@ from serve_app.schemas import (
 router = APIRouter()
 R = TypeVar("R", ImageResult, TextResult, TextBatchResult)
 
-IMAGE_FIELDS = frozenset({"image", "file"})
 THRESHOLD_QUERY = Query(
     default=None, description="Block threshold for this request (0..1); the decision becomes binary.",
     # Read as a string and parsed by the flow (400 invalid_threshold); documented as what it must be.
@@ -67,22 +66,12 @@ async def moderate_image(
 ) -> ImageResult:
     require_scope(caller.plan, "image")
     override = parse_threshold(threshold)
-    max_bytes = caller.plan.image_max_bytes
-    too_large = UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
-    refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
-    try:
-        form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)
-    except PartTooLarge:
-        raise too_large from None
-    data = form.files.get("image") or form.files.get("file")
-    if not data:
-        raise errors.NoImage()
-    request.state.log_fields.update(bytes=len(data))
+    data, fields = await read_image_form(request, caller.plan)
 
     # Decoding runs on the model side, inside the flow's scoring, after the quota unit is taken: no pixel
     # is decoded for a caller without quota.
-    item = image_item(caller.plan, caller.profile, data, reference=form.fields.get("reference"),
-                      image_url=_image_url_of(form.fields))  # fmt: skip
+    item = image_item(caller.plan, caller.profile, data, reference=fields.get("reference"),
+                      image_url=_image_url_of(fields))  # fmt: skip
     [outcome] = await services(request).flow.moderate_many(caller, [item], threshold=override)
     image = outcome.scored
     request.state.log_fields.update(

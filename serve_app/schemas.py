@@ -186,10 +186,13 @@ _RETRY_AFTER_HEADER = {
 }
 _ERROR_WHEN = {
     400: "Malformed request: `invalid_request`, `no_image`, `no_reference`, `invalid_image`, `invalid_threshold`.",
-    401: "`unauthorized`: the API key is missing, unknown or revoked.",
+    401: "`unauthorized`: the API key (on a widget check: the widget token) is missing, unknown or revoked.",
     402: "`quota_exceeded`: the account's monthly quota is used up.",
-    403: "`capability_required`: the plan's scope does not cover this content type.",
+    403: "`capability_required`: the plan's scope does not cover this content type; the browser widget's "
+         "`widget_not_enabled`, `origin_not_allowed`, `widget_token_spent` or `verdict_wrong_key`.",
     404: "`not_found`: no such item for this account.",
+    409: "The browser widget's `verdict_content_mismatch` or `verdict_used`.",
+    410: "The browser widget's `verdict_expired`.",
     408: "`request_timeout`: the request body stalled or was too slow.",
     413: "`image_too_large` or `text_too_long`: over the plan's limit.",
     429: "`rate_limited`, `too_many_requests_in_flight`, `report_limit_exceeded` or `review_queue_full`; see "
@@ -323,6 +326,10 @@ MODERATE_TEXT_BODY = {
 }
 
 
+# The routes a page calls with a widget token instead of the API key (serve_app/routes_widget.py).
+WIDGET_TOKEN_PATHS = ("/v1/widget/check-text", "/v1/widget/check-image")
+
+
 def finish_openapi(document: dict) -> dict:
     """Makes the generated document true to the service, in place: every `/v1/` operation needs a bearer key,
     and no route answers FastAPI's 422 (validation errors are 400 `invalid_request`)."""
@@ -335,10 +342,16 @@ def finish_openapi(document: dict) -> dict:
         "type": "apiKey", "in": "query", "name": "key",
         "description": "?key=<API key> (Perspective's way; proxies may log URLs, prefer the bearer header)",
     }  # fmt: skip
+    document["components"]["securitySchemes"]["widgetToken"] = {
+        "type": "http", "scheme": "bearer",
+        "description": "Authorization: Bearer <widget token> (from POST /v1/widget/tokens), from an allowed page Origin",
+    }  # fmt: skip
     for path, operations in document.get("paths", {}).items():
         for operation in operations.values():
             operation.get("responses", {}).pop("422", None)
-            if path.startswith("/v1/"):
+            if path in WIDGET_TOKEN_PATHS:
+                operation["security"] = [{"widgetToken": []}]
+            elif path.startswith("/v1/"):
                 operation["security"] = [{"apiKey": []}]
             elif path.startswith("/v1alpha1/"):  # Perspective's way, or the bearer key
                 operation["security"] = [{"queryKey": []}, {"apiKey": []}]

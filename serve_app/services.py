@@ -24,6 +24,7 @@ from store.rate_refusals import RateRefusals
 from store.review_queue import ReviewQueue, ReviewRules
 from store.config import ConfigStore
 from store.webhook_endpoints import WebhookStore
+from store.widget import WidgetStore
 from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
@@ -55,6 +56,10 @@ class Services:
     webhooks: WebhookStore | None = None  # webhook endpoints (the admin API)
     outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
     hash_bank: HashBank | None = None  # PDQ hashes of rejected images per account
+    widget: WidgetStore | None = None  # the browser widget's tokens, origins and verdicts (serve_app/routes_widget.py)
+    # The header HAProxy sets to the client's address (runtime/haproxy_rules.py), when it is in front; else None
+    # and the peer's address is the client's. Only the widget's per-address limit reads it.
+    client_address_header: str | None = None
     redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
 
     @classmethod
@@ -72,10 +77,12 @@ class Services:
         on_store_memory: Callable[[StoreMemory], None] | None = None,
         admission: dict[str, AdmissionRules] | None = None,
         webhook_rules: WebhookRules | None = None,
+        client_address_header: str | None = None,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own).
         `on_store_memory`: called with the store's memory at each health check (the ingress records a metric).
-        `admission`: the gates of the models' calls (moderation/admission.py); None lets every call through."""
+        `admission`: the gates of the models' calls (moderation/admission.py); None lets every call through.
+        `client_address_header`: the header a proxy in front sets to the client's address (None: the peer's)."""
         redis = Redis.from_url(
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
             retry=RECONNECT_ONCE_BROKEN,
@@ -97,6 +104,8 @@ class Services:
             webhooks=WebhookStore(redis, webhook_rules),
             outbox=Outbox(redis, webhook_rules),
             hash_bank=hash_bank,
+            widget=WidgetStore(redis),
+            client_address_header=client_address_header,
             redis=redis,
         )
 

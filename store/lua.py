@@ -20,7 +20,7 @@ from store.lua_outbox import EMIT_EVENTS
 # answers the same wait.
 # `now` in seconds, or nil for Redis TIME (so all replicas share one clock). Returns 0 when admitted,
 # else the seconds until a token is available.
-_TAKE_RATE_TOKEN = """
+TAKE_RATE_TOKEN = """
 local function take_rate_token(bucket_key, rate, burst, now)
   if not now then
     local t = redis.call('TIME')
@@ -44,6 +44,35 @@ local function take_rate_token(bucket_key, rate, burst, now)
 end
 """
 
+# A key by its id, with its plan and profile, as AUTHORIZE and the widget's WIDGET_AUTHORIZE (store.lua_widget)
+# read it: {key JSON, plan JSON, profile JSON, the plan decoded}, nil; or nil and the script's refusal: {"refused"}
+# for a key that is gone or revoked, {"unconfigured", key JSON} when its plan or profile is missing or its plan's
+# rate is not a number.
+KEY_WITH_CONFIG = """
+local function key_with_config(key_id, key_prefix, plan_prefix, profile_prefix)
+  local key_json = redis.call('GET', key_prefix .. key_id)
+  if not key_json then
+    return nil, {'refused'}
+  end
+  local key = cjson.decode(key_json)
+  if key['revoked'] == true then
+    return nil, {'refused'}
+  end
+  local plan_json = redis.call('GET', plan_prefix .. key['plan'])
+  local profile_json = redis.call('GET', profile_prefix .. key['profile'])
+  if not plan_json or not profile_json then
+    return nil, {'unconfigured', key_json}
+  end
+  local plan = cjson.decode(plan_json)
+  if not tonumber(plan['rate_per_second']) or not tonumber(plan['burst']) then
+    -- A plan stored before non-finite numbers were refused (a rate of inf written as null): refused for its keys
+    -- only, with a log line (store/config.py), never a script error.
+    return nil, {'unconfigured', key_json}
+  end
+  return {key_json, plan_json, profile_json, plan}, nil
+end
+"""
+
 # Everything a request needs to know about its caller, in one round trip: the key id under the
 # secret's SHA-256, the key record, its plan and profile, and a token of its rate bucket. One step
 # also means the token is taken at the rate of the plan read with it. A refused key (unknown, gone,
@@ -57,33 +86,19 @@ end
 # ARGV[4] rate bucket prefix, ARGV[5] now in seconds ("" = Redis TIME).
 # Returns {"refused"}, {"unconfigured", key JSON} or {"ok", key JSON, plan JSON, profile JSON, wait}
 # (wait as `take_rate_token` returns it: "0" when admitted, else the seconds until a token is available).
-AUTHORIZE = _TAKE_RATE_TOKEN + """
+AUTHORIZE = TAKE_RATE_TOKEN + KEY_WITH_CONFIG + """
 local key_id = redis.call('GET', KEYS[1])
 if not key_id then
   return {'refused'}
 end
-local key_json = redis.call('GET', ARGV[1] .. key_id)
-if not key_json then
-  return {'refused'}
+local found, refusal = key_with_config(key_id, ARGV[1], ARGV[2], ARGV[3])
+if refusal then
+  return refusal
 end
-local key = cjson.decode(key_json)
-if key['revoked'] == true then
-  return {'refused'}
-end
-local plan_json = redis.call('GET', ARGV[2] .. key['plan'])
-local profile_json = redis.call('GET', ARGV[3] .. key['profile'])
-if not plan_json or not profile_json then
-  return {'unconfigured', key_json}
-end
-local plan = cjson.decode(plan_json)
-local rate, burst = tonumber(plan['rate_per_second']), tonumber(plan['burst'])
-if not rate or not burst then
-  -- A plan stored before non-finite numbers were refused (a rate of inf written as null): refused for its keys
-  -- only, with a log line (store/config.py), never a script error.
-  return {'unconfigured', key_json}
-end
-local wait = take_rate_token(ARGV[4] .. key_id, rate, burst, tonumber(ARGV[5]))
-return {'ok', key_json, plan_json, profile_json, string.format('%.17g', wait)}
+local plan = found[4]
+local wait = take_rate_token(ARGV[4] .. key_id, tonumber(plan['rate_per_second']), tonumber(plan['burst']),
+                             tonumber(ARGV[5]))
+return {'ok', found[1], found[2], found[3], string.format('%.17g', wait)}
 """
 
 # Monthly quota: check and take in one step, or concurrent requests would all see room for

@@ -103,6 +103,18 @@ Admin audit log (`store.audit_log.AuditLog`), bounded and expiring:
                                           `source`, `action`, `target`, `status` (never a secret or a body);
                                           the newest `max_entries` kept, older than `retention_s` trimmed,
                                           the key expires `retention_s` after the last entry
+
+Browser widget (`store.widget.WidgetStore`; the widget's Lua is in `store.lua_widget`):
+  mod:widget:origins:{key_id}     set     page origins (`scheme://host[:port]`) the operator allows for the key
+  mod:widget:origin-keys:{origin} set     ids of the keys that allow the origin: what a CORS preflight reads
+  mod:widget:token:{sha256}       hash    a widget token whose secret has this SHA-256: `key_id`, `uses_left`,
+                                          `expires_at`; expires with the token (EXPIREAT)
+  mod:widget:rate:addr:{key_id}:{address}  hash  token bucket of one client address's checks through the key
+  mod:widget:use:{YYYY-MM}:{key_id}  hash  the key's widget use that UTC month: `tokens`, `checks`,
+                                          `refused_origin`, `refused_spent`, `refused_address`; expires 40 days
+                                          after its last change
+  mod:widget:signing-secret       string  the secret verdicts are signed with (32 random bytes, hex); never expires
+  mod:widget:redeemed:{nonce}     string  a verdict that was redeemed; expires when the verdict does
 """
 
 from __future__ import annotations
@@ -310,3 +322,38 @@ def login_failures(name_sha256_hex: str) -> str:
 
 def login_failures_from(address: str) -> str:
     return f"{PREFIX}login-failures-from:{address}"
+
+
+# The widget's check (store.lua_widget.WIDGET_AUTHORIZE) learns the key id inside Redis: these prefixes are the
+# single definition of the keys it builds from it.
+WIDGET_ORIGINS_PREFIX = f"{PREFIX}widget:origins:"
+WIDGET_ORIGIN_KEYS_PREFIX = f"{PREFIX}widget:origin-keys:"
+WIDGET_ADDRESS_BUCKET_PREFIX = f"{PREFIX}widget:rate:addr:"
+
+
+def widget_origins(key_id: str) -> str:
+    return f"{WIDGET_ORIGINS_PREFIX}{key_id}"
+
+
+def widget_origin_keys(origin: str) -> str:
+    return f"{WIDGET_ORIGIN_KEYS_PREFIX}{origin}"
+
+
+def widget_token(secret_sha256_hex: str) -> str:
+    return f"{PREFIX}widget:token:{secret_sha256_hex}"
+
+
+def widget_use_prefix(month: str) -> str:
+    return f"{PREFIX}widget:use:{month}:"
+
+
+def widget_use(month: str, key_id: str) -> str:
+    return f"{widget_use_prefix(month)}{key_id}"
+
+
+def widget_signing_secret() -> str:
+    return f"{PREFIX}widget:signing-secret"
+
+
+def widget_redeemed(nonce: str) -> str:
+    return f"{PREFIX}widget:redeemed:{nonce}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 from support.api import ADMIN_TOKEN, Api, StubBackends, seeded_api
+from support.dashboard import log_in, make_user
 
 from runtime.admin_server import create_admin_listener_app
 from serve_app.services import Services
@@ -49,3 +50,11 @@ def client(api, redis_url):
     test: its store connections belong to its event loop; `cookies.clear()` makes it another browser."""
     with TestClient(create_admin_listener_app(Services.connect(redis_url, None), ADMIN_TOKEN)) as admin_client:
         yield admin_client
+
+
+@pytest.fixture
+def olga(client):
+    """An operator, logged in on `client`."""
+    make_user(client, "olga", "operator")
+    assert log_in(client, "olga").status_code == 303
+    return client

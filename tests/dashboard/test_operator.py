@@ -14,13 +14,6 @@ from policy.types import Profile
 from store import redis_keys
 
 
-@pytest.fixture
-def olga(client):
-    make_user(client, "olga", "operator")
-    assert log_in(client, "olga").status_code == 303
-    return client
-
-
 def test_a_created_keys_secret_is_shown_once_and_works_and_a_revoked_key_stops(api, olga):
     created = post_form(olga, "/dashboard/keys", "/dashboard/keys", account="shop", profile="default", plan="default")
     assert created.status_code == 200 and created.headers["cache-control"] == "no-store"

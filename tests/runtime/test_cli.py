@@ -58,3 +58,13 @@ def test_user_commands_assign_a_moderators_accounts_and_role(monkeypatch):
         "PATCH", "/admin/v1/users/mia", {"json": {"accounts": ["site-c"]}})
     assert request("users", "assign", "mia", "--role", "operator") == (
         "PATCH", "/admin/v1/users/mia", {"json": {"role": "operator"}})
+
+
+def test_widget_commands_set_a_keys_origins_and_read_its_widget_use():
+    def request(*argv):
+        return _request(_parser().parse_args(list(argv)))
+
+    assert request("keys", "widget-origins", "key_1", "https://a.example", "https://b.example") == (
+        "PUT", "/admin/v1/keys/key_1/widget", {"json": {"origins": ["https://a.example", "https://b.example"]}})
+    assert request("keys", "widget-origins", "key_1") == ("PUT", "/admin/v1/keys/key_1/widget", {"json": {"origins": []}})
+    assert request("keys", "widget", "key_1") == ("GET", "/admin/v1/keys/key_1/widget", {})

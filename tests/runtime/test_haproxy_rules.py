@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from runtime.haproxy import verified_binary, write_launcher
-from runtime.haproxy_rules import MARKER, SourceLimits, config_path, frontend_rules, with_our_rules
+from runtime.haproxy_rules import CLIENT_ADDRESS_HEADER, MARKER, SourceLimits, config_path, frontend_rules, with_our_rules
 
 # The shape of Ray 2.60's template: its errorfiles turn HAProxy's own errors into a plain-text 500.
 RAY_LIKE_CONFIG = """global
@@ -91,7 +91,8 @@ def _free_port() -> int:
 
 class _App(BaseHTTPRequestHandler):
     """401 for a key that is not GOOD_KEY, 200 otherwise (what the ingress would answer); `/serve-503` as Serve
-    answers for a full replica (plain text), `/app-503` as our app does (JSON)."""
+    answers for a full replica (plain text), `/app-503` as our app does (JSON); `/client-address` echoes the client
+    address headers it got."""
 
     def do_GET(self):
         keyed = self.headers.get("Authorization")
@@ -106,6 +107,8 @@ class _App(BaseHTTPRequestHandler):
             status, body = 503, b'{"error": {"code": "store_unavailable", "message": "x"}}'
         elif self.path == "/serve-500":
             status, kind, body = 500, "text/plain", b"Internal Server Error"
+        elif self.path == "/client-address":
+            body = json.dumps(self.headers.get_all(CLIENT_ADDRESS_HEADER) or []).encode()
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
@@ -223,3 +226,11 @@ def test_a_backend_sending_well_formed_keys_from_one_address_is_never_counted(li
         statuses = [backend.get(f"{base_url}/v1/x", headers=headers[n % 2]).status_code for n in range(20)]
         statuses += [backend.get(f"{base_url}/v1/x", params={"key": GOOD_KEY}).status_code for _ in range(10)]
         assert statuses == [200] * 30
+
+
+def test_the_ingress_learns_the_clients_address_and_never_one_the_client_chose(limited_haproxy):
+    """The widget's per-address limit (serve_app/routes_widget.py) counts this header behind HAProxy."""
+    base_url, _, _ = limited_haproxy
+    with _client("127.0.0.4") as client:
+        forged = {"Authorization": GOOD, CLIENT_ADDRESS_HEADER: "203.0.113.9"}
+        assert client.get(f"{base_url}/client-address", headers=forged).json() == ["127.0.0.4"]

@@ -12,6 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.decode_pool import DecodeBusy
 from moderation import errors as flow
+from policy import widget_verdicts as verdicts
 from store.review_queue import (
     InvalidReviewField,
     ReportLimitExceeded,
@@ -50,6 +51,11 @@ CASES = [
     (UnsafeWebhookUrl("A webhook URL must start with http:// or https://."), 400, "invalid_request"),
     (TooManyEndpoints(10), 400, "invalid_request"),
     (UnreadableRecord("plan", "gold"), 503, "store_unavailable"),
+    (verdicts.InvalidVerdict("changed"), 400, "invalid_verdict"),
+    (verdicts.VerdictForOtherKey("another key's"), 403, "verdict_wrong_key"),
+    (verdicts.VerdictForOtherContent("other content"), 409, "verdict_content_mismatch"),
+    (verdicts.VerdictUsed("redeemed before"), 409, "verdict_used"),
+    (verdicts.VerdictExpired("too old"), 410, "verdict_expired"),
 ]
 
 

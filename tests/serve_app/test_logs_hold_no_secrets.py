@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image
 from support.api import ADMIN_TOKEN, Api
 
+from policy.widget_verdicts import text_sha256
 from store.review_queue import ReviewQueue
 
 # Distinctive content: found in a log only if the content itself was logged.
@@ -100,6 +101,19 @@ def test_a_whole_run_logs_no_key_token_text_or_image(api: Api, caplog, capfd, mo
     note(api.client.get(f"/admin/v1/keys/{created['id']}", headers=api.admin))
     note(api.client.delete(f"/admin/v1/keys/{created['id']}", headers=api.admin))
     note(api.moderate_text({"Authorization": f"Bearer {other_secret}"}, REFERENCE_TEXT))
+    # The browser widget: a token minted, a check from its page, the verdict redeemed.
+    site_key = api.client.post("/admin/v1/keys", json={"account": "site", "profile": "default", "plan": "default"},
+                               headers=api.admin).json()  # fmt: skip
+    site_header = {"Authorization": f"Bearer {site_key['key']}"}
+    widget_origin = {"origins": ["https://site.example"]}
+    api.client.put(f"/admin/v1/keys/{site_key['id']}/widget", json=widget_origin, headers=api.admin)
+    widget_token = note(api.client.post("/v1/widget/tokens", headers=site_header, json={})).json()["token"]
+    widget_check = {"Authorization": f"Bearer {widget_token}", "Origin": "https://site.example"}
+    verdict = note(api.client.post("/v1/widget/check-text", headers=widget_check,
+                                   json={"text": REFERENCE_TEXT})).json()["verdict"]  # fmt: skip
+    redeemed = note(api.client.post("/v1/widget/verdicts/redeem", headers=site_header,
+                                    json={"verdict": verdict, "content_sha256": text_sha256(REFERENCE_TEXT)}))  # fmt: skip
+    assert redeemed.status_code == 200, redeemed.text
     # A model failure (503), then an unexpected exception (500, logged with its traceback).
     api.backends.failing = True
     note(api.moderate(key_header, image))
@@ -120,7 +134,8 @@ def test_a_whole_run_logs_no_key_token_text_or_image(api: Api, caplog, capfd, mo
     secrets = {
         "API key": key_secret, "another API key": other_secret, "a wrong API key": wrong_key,
         "admin token": ADMIN_TOKEN, "a wrong admin token": wrong_admin, "text": TEXT_MARKER,
-        "part of the text": "nobody likes you",
+        "part of the text": "nobody likes you", "widget token": widget_token, "the site's API key": site_key["key"], "widget verdict": verdict,
+        "the verdict's signature": verdict.rsplit(".", 1)[1],
     }  # fmt: skip
     secrets.update({f"image bytes ({i})": r for i, r in enumerate(renderings(image))})
     found = {what for what, secret in secrets.items() if secret in logs}

@@ -21,6 +21,7 @@ from schemathesis.checks import positive_data_acceptance
 from support.api import StubBackends, seeded_api
 
 from serve_app.app import create_app
+from serve_app.schemas import WIDGET_TOKEN_PATHS
 from serve_app.services import Services
 
 # A plan the fuzzer cannot exhaust in one run: the rate limit and quota would otherwise turn most
@@ -119,7 +120,9 @@ def test_the_document_states_the_errors_and_bodies_the_service_answers():
             assert "422" not in statuses, (method, path)
             assert {"200", "503"} <= statuses, (method, path)
             if path.startswith("/v1/"):
-                assert {"401", "429"} <= statuses and operation["security"] == [{"apiKey": []}], (method, path)
+                # A page checks with a widget token, never the API key (docs/widget.md).
+                scheme = "widgetToken" if path in WIDGET_TOKEN_PATHS else "apiKey"
+                assert {"401", "429"} <= statuses and operation["security"] == [{scheme: []}], (method, path)
             # The compatible routes answer errors in the envelope their clients parse.
             body = {"/v1/moderations": "OpenAIErrorBody"}.get(path, "GoogleErrorBody" if "v1alpha1" in path else "ErrorBody")
             # A 429 review_queue_full of the native moderation routes also carries the result (docs/api.md, Errors).

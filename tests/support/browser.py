@@ -29,8 +29,9 @@ def missing() -> str | None:
     return None
 
 
-def start_chromium(trust_any_certificate: bool = False):
-    """`trust_any_certificate`: for a test's own https server on loopback with a self-signed certificate."""
+def start_chromium(*, trust_any_certificate: bool = False, performance_log: bool = False):
+    """`trust_any_certificate`: for a test's own https server on loopback with a self-signed certificate.
+    `performance_log`: keep the DevTools network events, for `driver.get_log("performance")`."""
     reason = missing()
     if reason:
         pytest.skip(f"no browser for the dashboard tests: {reason}")
@@ -45,4 +46,6 @@ def start_chromium(trust_any_certificate: bool = False):
         options.add_argument(flag)
     if trust_any_certificate:
         options.add_argument("--ignore-certificate-errors")
+    if performance_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)

@@ -1,0 +1,144 @@
+"""The browser widget's state in Redis: each key's allowed page origins, widget tokens, the verdict signing secret,
+redeemed verdicts and each key's widget use. The key schema is documented in `store.redis_keys`.
+
+A token's secret is never stored, only its SHA-256, as for API keys (store/config.py). Nothing the widget sends
+(the text, the photo) is stored here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from policy.types import ApiKey, Plan, Profile
+from policy.widget_tokens import ADDRESS_BURST, ADDRESS_RATE_PER_S
+from store import redis_keys
+from store.lua_widget import SET_WIDGET_ORIGINS, WIDGET_AUTHORIZE
+from store.quota import month_of
+
+TOKEN_PREFIX = "wt_"
+SIGNING_SECRET_BYTES = 32
+# A month's use counter outlives its month by about as long as the quota's, so last month's stays readable.
+USE_KEPT_S = 40 * 24 * 3600
+USE_FIELDS = ("tokens", "checks", "refused_origin", "refused_spent", "refused_address")
+
+
+@dataclass(frozen=True)
+class MintedToken:
+    secret: str
+    expires_at: float
+    uses: int
+
+
+@dataclass(frozen=True)
+class WidgetAdmitted:
+    """A widget check let through: the token's key with its plan and profile. `retry_after_s` > 0: the key's own
+    rate refused it (no use spent)."""
+
+    key: ApiKey
+    plan: Plan
+    profile: Profile
+    retry_after_s: float
+    uses_left: int
+
+
+@dataclass(frozen=True)
+class WidgetRefused:
+    """Why a widget check was refused: `token` (unknown, expired, its key revoked), `origin`, `spent`,
+    `unconfigured` (the key's plan or profile is gone) or `address` (this address's rate, `retry_after_s`)."""
+
+    reason: str
+    retry_after_s: float = 0.0
+
+
+def _sha256_hex(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class WidgetStore:
+    def __init__(self, redis: Redis):
+        self._redis = redis
+        self._authorize = redis.register_script(WIDGET_AUTHORIZE)
+        self._set_origins = redis.register_script(SET_WIDGET_ORIGINS)
+        self._signing_secret: bytes | None = None
+
+    async def set_origins(self, key_id: str, origins: list[str]) -> None:
+        """The key's allowed page origins become exactly `origins` (already in normal form)."""
+        await self._set_origins(
+            keys=[redis_keys.widget_origins(key_id)],
+            args=[redis_keys.WIDGET_ORIGIN_KEYS_PREFIX, key_id, *origins],
+        )
+
+    async def origins(self, key_id: str) -> list[str]:
+        return sorted(await self._redis.smembers(redis_keys.widget_origins(key_id)))
+
+    async def some_key_allows(self, origin: str) -> bool:
+        """What a CORS preflight may know: a preflight carries no token, so it learns only whether any key allows
+        the page's origin."""
+        return await self._redis.exists(redis_keys.widget_origin_keys(origin)) == 1
+
+    async def mint(self, key_id: str, *, minutes: int, uses: int, now: float | None = None) -> MintedToken:
+        now = time.time() if now is None else now
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record_key = redis_keys.widget_token(_sha256_hex(secret))
+        expires_at = now + minutes * 60
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(record_key, mapping={"key_id": key_id, "uses_left": uses, "expires_at": expires_at})
+            pipe.expireat(record_key, int(expires_at) + 1)
+            self._count(pipe, key_id, "tokens", now)
+            await pipe.execute()
+        return MintedToken(secret=secret, expires_at=expires_at, uses=uses)
+
+    async def admit_check(self, secret: str, *, origin: str, address: str) -> WidgetAdmitted | WidgetRefused:
+        """Takes a use of the token `secret` for a check from `origin` and `address`, in one step (the
+        WIDGET_AUTHORIZE script of `store.lua_widget`)."""
+        reply = await self._authorize(
+            keys=[redis_keys.widget_token(_sha256_hex(secret))],
+            args=[
+                origin, address, redis_keys.API_KEY_PREFIX, redis_keys.PLAN_PREFIX, redis_keys.PROFILE_PREFIX,
+                redis_keys.RATE_BUCKET_PREFIX, redis_keys.WIDGET_ORIGINS_PREFIX,
+                redis_keys.WIDGET_ADDRESS_BUCKET_PREFIX, ADDRESS_RATE_PER_S, ADDRESS_BURST,
+                redis_keys.widget_use_prefix(month_of(time.time())[0]), USE_KEPT_S,
+            ],
+        )  # fmt: skip
+        outcome, *fields = reply
+        if outcome != "ok":
+            reason = "token" if outcome == "refused" else outcome
+            return WidgetRefused(reason, float(fields[0]) if outcome == "address" else 0.0)
+        key_json, plan_json, profile_json, wait_s, uses_left = fields
+        return WidgetAdmitted(
+            key=ApiKey.model_validate_json(key_json),
+            plan=Plan.model_validate_json(plan_json),
+            profile=Profile.model_validate_json(profile_json),
+            retry_after_s=float(wait_s),
+            uses_left=int(uses_left),
+        )
+
+    async def use(self, key_id: str, now: float | None = None) -> dict[str, int]:
+        """The key's widget use this UTC month, every counter present (0 when none)."""
+        month = month_of(time.time() if now is None else now)[0]
+        counts = await self._redis.hgetall(redis_keys.widget_use(month, key_id))
+        return {field: int(counts.get(field, 0)) for field in USE_FIELDS}
+
+    async def signing_secret(self) -> bytes:
+        """The verdict signing secret, made by whichever replica asks first (SET NX) and the same for all; kept in
+        process once read, since it never changes."""
+        if self._signing_secret is None:
+            key = redis_keys.widget_signing_secret()
+            await self._redis.set(key, secrets.token_hex(SIGNING_SECRET_BYTES), nx=True)
+            self._signing_secret = bytes.fromhex(await self._redis.get(key))
+        return self._signing_secret
+
+    async def redeem(self, nonce: str, expires_at: float) -> bool:
+        """True the first time a verdict's nonce is redeemed, False ever after (until the verdict expires, when it
+        is refused as expired anyway)."""
+        return bool(await self._redis.set(redis_keys.widget_redeemed(nonce), 1, nx=True, exat=int(expires_at) + 1))
+
+    def _count(self, pipe, key_id: str, field: str, now: float) -> None:
+        use_key = redis_keys.widget_use(month_of(now)[0], key_id)
+        pipe.hincrby(use_key, field, 1)
+        pipe.expire(use_key, USE_KEPT_S)
