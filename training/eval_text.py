@@ -58,7 +58,7 @@ def main() -> None:
         "detector": language_figures.detector(load_comments(splits=("dev",))),
         "calibration_cost": language_figures.cost(model),
         "served_cases": served_cases.evaluate(model, thresholds["categories"]),
-        "loso": loso.run(model, load_comments(), thresholds["default_profile"]["review"]),
+        "loso": loso.report(model, load_comments(), thresholds["default_profile"]["review"]),
     }
     figures["targets"] = _targets(figures["languages"])
     figures["targets"]["at_15"] = _recall_at_15(test, scores)

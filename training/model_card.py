@@ -210,9 +210,9 @@ default profile before and after it. Cost: {lat['short']['p50']:.1f} ms p50 per 
 
 {loso_headline(figures).replace('](#leave-one-source-out)', '](../models/weights/text/model-card.md#leave-one-source-out)')}
 
-{loso_targets(figures['loso'])} Per language (the recipe and the per-dataset table are in the model card):
+{loso_targets(figures['loso']['served_encoder'])} Per language (the recipe and the per-dataset table are in the model card):
 
-{loso_table(figures['loso'], 'languages')}
+{loso_table(figures['loso']['served_encoder'], 'languages')}
 
 {targets_line(figures['targets'])}
 
@@ -241,7 +241,7 @@ def _macro_in_distribution(figures: dict) -> float:
 
 def loso_headline(figures: dict) -> str:
     """The in-distribution and leave-one-source-out macros side by side (top of the card and of the docs block)."""
-    loso = figures["loso"]
+    loso = figures["loso"]["served_encoder"]
     unseen = _unseen_served(loso)
     return (f"**Toxic macro ROC AUC across languages:** in-distribution (held-out test split, training sources) "
             f"**{_macro_in_distribution(figures):.3f}**; leave-one-source-out **{loso['all']['macro_languages']:.3f}** "
@@ -302,7 +302,7 @@ def loso_targets(loso: dict) -> str:
 
 
 def loso_section(figures: dict) -> str:
-    loso = figures["loso"]
+    loso = figures["loso"]["served_encoder"]
     recipe = loso["recipe"]
     return f"""Recipe (`training/loso.py`, run by `make eval-text` in {loso['seconds']} s on CPU): the served
 encoder **frozen**; for each dataset, a logistic-regression toxic head refitted on the first 160-character window
