@@ -141,7 +141,8 @@ def targets_line(targets: dict) -> str:
     below = ", ".join(f"{k} {v:.3f}" for k, v in targets["below_language_target"].items()) or "none"
     a15 = targets["at_15"]
     per15 = ", ".join(f"{k} {r:.2f} / {f:.2f}" for k, (r, f) in a15["per_language"].items())
-    return (f"Targets (real held-out test split): macro ROC AUC across languages >= 0.85: "
+    return (f"Targets (real held-out test split): macro ROC AUC across the languages the model trained on (fr, it, pl "
+            f"and ru, never trained on, are in the tables and in the leave-one-source-out figures) >= 0.85: "
             f"**{targets['macro_auc']:.3f}, {'met' if targets['macro_met'] else 'MISSED'}**; every language >= 0.75: "
             f"**{'met' if below == 'none' else 'MISSED for ' + below}**; recall >= 0.75 at the review threshold with "
             f"<= 15% of benign flagged (pooled): **recall {targets['review_recall']:.3f}, benign flagged "
