@@ -255,8 +255,9 @@ def loso_headline(figures: dict) -> str:
             f"**{_macro_in_distribution(figures):.3f}**; leave-one-source-out **{loso['all']['macro_languages']:.3f}** "
             f"(macro over datasets {loso['all']['macro_datasets']:.3f}; the served encoder frozen, a head refitted "
             f"without each source, see [Leave-one-source-out](#leave-one-source-out){clean}); the served model itself on the "
-            f"{len(unseen)} datasets it never trained on ({', '.join(unseen)}): macro over them "
-            f"**{_mean([loso['served']['datasets'][d]['auc'] for d in unseen]):.3f}**.")
+            f"datasets it never trained on ({', '.join(unseen)}): macro over the "
+            f"{sum(loso['served']['datasets'][d]['auc'] == loso['served']['datasets'][d]['auc'] for d in unseen)} "
+            f"with benign rows **{_mean([loso['served']['datasets'][d]['auc'] for d in unseen]):.3f}**.")
 
 
 def _mean(values) -> float:
