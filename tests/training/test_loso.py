@@ -8,7 +8,7 @@ import pytest
 
 from training import loso
 from training.metrics import average_precision
-from training.text_data import Comment
+from training.text_data import DATA_DIR_ENV, Comment, data_dir, load_comments
 
 
 def test_average_precision_is_the_step_area_under_precision_recall():
@@ -53,3 +53,25 @@ def test_summary_macro_skips_datasets_without_both_classes():
     summary = loso._summary(comments, held)
     assert summary["datasets"]["positives-only"]["auc"] != summary["datasets"]["positives-only"]["auc"]  # nan
     assert summary["macro_datasets"] == 1.0 and summary["datasets"]["mixed"]["recall"] == 1.0
+
+
+def test_the_committed_report_is_of_the_served_model_and_in_the_model_card():
+    import json
+
+    from models.text_toxicity import TextToxicityModel
+
+    stored = json.loads(loso.REPORT.read_text(encoding="utf-8"))
+    assert stored["key"]["model_version"] == TextToxicityModel.load(threads=1).model_version
+    card = (loso.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
+    assert f"leave-one-source-out **{stored['served_encoder']['all']['macro_languages']:.3f}**" in card
+
+
+@pytest.mark.skipif(data_dir() is None, reason=f"{DATA_DIR_ENV} is unset or names no directory: "
+                    "the real labelled comments live outside the repository")
+def test_the_committed_report_is_of_this_data():
+    import json
+
+    from models.text_toxicity import TextToxicityModel
+
+    stored = json.loads(loso.REPORT.read_text(encoding="utf-8"))
+    assert stored["key"] == loso._key(TextToxicityModel.load(threads=1), load_comments())
