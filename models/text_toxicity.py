@@ -153,11 +153,15 @@ class TextToxicityModel:
 
     def score_windows(self, windows: list[str]) -> np.ndarray:
         """Scores (windows x categories) of each string as one encoder input, no windowing."""
+        return self.score_embeddings(self.embed_windows(windows))
+
+    def embed_windows(self, windows: list[str]) -> np.ndarray:
+        """The encoder's output (windows x 512, float32, scaled as the heads take it) of each string as one input."""
         import torch
 
         from models.universal_sentence_encoder import pad_batch, tokenize
 
-        out = np.empty((len(windows), len(self.categories)), dtype=np.float64)
+        out = np.empty((len(windows), 512), dtype=np.float32)
         if not windows:
             return out
         tokens = tokenize(self._tokenizer, windows)
@@ -166,13 +170,23 @@ class TextToxicityModel:
             for start in range(0, len(order), INFERENCE_BATCH):
                 rows = order[start:start + INFERENCE_BATCH]
                 ids, lengths = pad_batch([tokens[i] for i in rows], self._device)
-                embeddings = self._classifier.encoder(ids, lengths) * HEAD_INPUT_SCALE
-                main = torch.sigmoid(self._classifier.head(embeddings)).double().cpu().numpy()
-                out[np.ix_(rows, self._kept_columns)] = main[:, self._main_columns]
-                if self._side_columns:
-                    gates = {c: main[:, i] for i, c in enumerate(self._main_categories)}
-                    out[np.ix_(rows, self._side_columns)] = self._side_heads.scores(
-                        embeddings.double().cpu().numpy(), gates)
+                out[rows] = (self._classifier.encoder(ids, lengths) * HEAD_INPUT_SCALE).float().cpu().numpy()
+        return out
+
+    def score_embeddings(self, embeddings: np.ndarray) -> np.ndarray:
+        """Scores (rows x categories) of `embed_windows` output: the main head, then the side heads."""
+        import torch
+
+        out = np.empty((len(embeddings), len(self.categories)), dtype=np.float64)
+        if not len(embeddings):
+            return out
+        with torch.inference_mode():
+            x = torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32)).to(self._device)
+            main = torch.sigmoid(self._classifier.head(x)).double().cpu().numpy()
+        out[:, self._kept_columns] = main[:, self._main_columns]
+        if self._side_columns:
+            gates = {c: main[:, i] for i, c in enumerate(self._main_categories)}
+            out[:, self._side_columns] = self._side_heads.scores(np.asarray(embeddings, dtype=np.float64), gates)
         return out
 
 

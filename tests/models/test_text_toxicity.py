@@ -12,27 +12,22 @@ import yaml
 
 from models.text_toxicity import (DEFAULT_WEIGHTS, THRESHOLDS_FILE, TextToxicityModel, read_thresholds,
                                   split_windows)
+from training import served_cases
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODEL_CARD = REPO_ROOT / "models" / "weights" / "text" / "model-card.md"
 THRESHOLDS = read_thresholds()["categories"]
 REVIEW, BLOCK = THRESHOLDS["toxic"]["review"], THRESHOLDS["toxic"]["block"]
 
-CLEAR_TOXIC = [
-    "Shut up, you pathetic worthless idiot.",
-    "Eres un imbécil y un inútil, cállate de una vez.",
-    "Halt die Fresse, du dummes Arschloch.",
-    "Vai tomar no cu, seu idiota de merda.",
-    "Kapa çeneni, aptal herif.",
-]
+CLEAR_TOXIC = served_cases.CLEAR_INSULTS
+BENIGN = served_cases.HARD_BENIGN
 
-BENIGN = [
-    "This update is terrible, the app crashes every time I open it.",
-    "Five people were killed when a gunman opened fire at a shopping centre, police said.",
-    "The biopsy showed a tumour in the patient's testicle.",
-    "Die Polizei meldet drei Tote nach einer Messerattacke in der Innenstadt.",
-    "Thanks for the recipe, my kids loved it!",
-]
+
+def _case(text: str):
+    """A case the served model fails stays, as a strict xfail with its served score (training/served_cases.py)."""
+    reason = served_cases.KNOWN_FAILURES.get(text)
+    return pytest.param(text, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else text
+
 
 BENIGN_PARAGRAPH = (
     "The city council met on Tuesday evening to discuss the new budget for public libraries. "
@@ -69,16 +64,36 @@ def test_categories_and_beta_flags(model):
     assert model.beta_categories == ("sexual", "violent_speech", "self_harm")
 
 
-@pytest.mark.parametrize("text", CLEAR_TOXIC)
+@pytest.mark.parametrize("text", [_case(t) for t in served_cases.CLEAR_INSULTS])
 def test_clear_insults_score_above_block(model, text):
     result = model.predict([text])[0]
     assert result["toxic"] >= BLOCK
     assert result["insult"] >= THRESHOLDS["insult"]["review"]
 
 
-@pytest.mark.parametrize("text", BENIGN)
+@pytest.mark.parametrize("text", [_case(t) for t in served_cases.CLEAR_THREATS])
+def test_clear_threats_score_above_block(model, text):
+    result = model.predict([text])[0]
+    assert result["toxic"] >= BLOCK
+    assert result["threat"] >= THRESHOLDS["threat"]["review"]
+
+
+@pytest.mark.parametrize("text", [_case(t) for t in served_cases.HARD_BENIGN])
 def test_benign_text_scores_below_review(model, text):
     assert model.predict([text])[0]["toxic"] < REVIEW
+
+
+def test_the_tests_and_the_rule_agree(model):
+    """served_cases.passes is the rule the model card counts with; it must say what the tests above say."""
+    result = served_cases.evaluate(model, THRESHOLDS)
+    assert result["unexpected"] == []
+    assert set(served_cases.KNOWN_FAILURES) <= {text for _, text in served_cases.cases()}
+
+
+def test_the_model_card_counts_the_hand_written_cases():
+    total, failures = len(served_cases.cases()), len(served_cases.KNOWN_FAILURES)
+    assert (f"{total} hand-written cases: **{total - failures} pass, {failures} fail**"
+            in MODEL_CARD.read_text(encoding="utf-8"))
 
 
 def test_toxic_sentence_at_the_end_of_a_long_benign_text_is_caught(model):
