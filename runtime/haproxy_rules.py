@@ -5,7 +5,8 @@ one (`/healthz`, a 404) or with made-up keys (each a 401 after a store round tri
 ingress replica's event loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed
 another account's text by 6 s. HAProxy counts, per client address, over a sliding 10 s:
 
-- requests that carry no well-formed API key (`Bearer mod_` and 43 URL-safe characters, or the same in `?key=`):
+- requests that carry no well-formed API key (`Bearer mod_` and 43 URL-safe characters, or the same in `?key=`;
+  a widget token `Bearer wt_` and 43 counts as one):
   past `unkeyed` of them, that address's keyless requests are answered 429 `rate_limited` by HAProxy itself, with
   Retry-After. Any other `Authorization` header counts as none (a `/healthz` flood with `Authorization: x` is
   keyless), and so does every request to a path that needs no key (`KEY_FREE_PATHS`), whatever it carries;
@@ -51,9 +52,13 @@ RETRY_AFTER_S = WINDOW_S
 
 
 # A well-formed API key: `mod_` and 43 URL-safe base64 characters (store/config.py, SECRET_PREFIX and
-# token_urlsafe(32)). HAProxy's regex may be POSIX or PCRE, so no `\s` and no flags: the scheme is spelled both cases.
+# token_urlsafe(32)); as a Bearer token, a well-formed widget token counts too (`wt_` and 43, store/widget.py
+# TOKEN_PREFIX), since it is a credential the store checks like a key: a site's visitors behind one address
+# checking comments meet the widget's own per-address limit, not the keyless one, and made-up tokens are 401s,
+# which the refused-keys count holds. HAProxy's regex may be POSIX or PCRE, so no `\s` and no flags: the scheme is
+# spelled both cases.
 KEY_PATTERN = "^mod_[A-Za-z0-9_-]{43}$"
-BEARER_KEY_PATTERN = "^[Bb][Ee][Aa][Rr][Ee][Rr][[:blank:]]+mod_[A-Za-z0-9_-]{43}[[:blank:]]*$"
+BEARER_KEY_PATTERN = "^[Bb][Ee][Aa][Rr][Ee][Rr][[:blank:]]+(mod|wt)_[A-Za-z0-9_-]{43}[[:blank:]]*$"
 
 
 # The public app's routes that answer without a key (serve_app/: health, the docs, Perspective's discovery document).

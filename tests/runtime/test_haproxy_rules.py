@@ -228,6 +228,16 @@ def test_a_backend_sending_well_formed_keys_from_one_address_is_never_counted(li
         assert statuses == [200] * 30
 
 
+def test_a_pages_widget_checks_with_a_well_formed_token_are_not_counted_as_keyless(limited_haproxy):
+    # The stub answers 200 only for GOOD_KEY: a widget token gets its 401 there, so stay under the refused count
+    # (3) with two, then show that the keyless limit (5) never took them: a keyless call still gets its full share.
+    base_url, _, _ = limited_haproxy
+    with _client("127.0.0.6") as visitors:
+        token = {"Authorization": "Bearer wt_" + "Ab-_" * 10 + "xyz"}
+        assert [visitors.get(f"{base_url}/v1/widget/check-text", headers=token).status_code for _ in range(2)] == [401] * 2
+        assert [visitors.get(f"{base_url}/healthz").status_code for _ in range(7)] == [200] * 5 + [429] * 2
+
+
 def test_the_ingress_learns_the_clients_address_and_never_one_the_client_chose(limited_haproxy):
     """The widget's per-address limit (serve_app/routes_widget.py) counts this header behind HAProxy."""
     base_url, _, _ = limited_haproxy
