@@ -11,6 +11,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench.cpu import section as cpu_section
 from bench.hash_bank import section as hash_bank_section
 from bench.limit import BATCH, Limit
 from bench.load import Point
@@ -58,6 +59,7 @@ class Results:
     started: datetime | None = None
     duration_s: float = 0.0
     hash_bank: Any = None  # bench.hash_bank.HashBankResults (a run saved before it existed has none)
+    profile: Any = None  # bench.cpu.Profile of the plain app's event loop, short text
 
 
 def point_at(points: list[Point], concurrency: int) -> Point | None:
@@ -326,6 +328,7 @@ def document(results: Results) -> str:
         "",
         *ANALYSIS,
         "",
+        *cpu_section(getattr(results.columns["graph"], "cpu", {}), getattr(results, "profile", None)),
         "## Levers",
         "",
         *levers(results),
