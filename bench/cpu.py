@@ -16,6 +16,7 @@ import pstats
 import re
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,7 @@ class CpuReading:
     load_cpu_s: float = 0.0
     driver_cpu_s: float = 0.0
     load_average: str = ""
+    role_processes: dict[str, int] = field(default_factory=dict)  # role -> processes alive at the end
 
     def ms_per_request(self, cpu_s: float) -> float | None:
         return cpu_s / self.requests * 1000 if self.requests else None
@@ -122,9 +124,10 @@ def measure(base_url: str, keys: list[dict[str, str]], workload: Workload, clien
 
     point = run_point(base_url, keys, workload, clients, 1_000_000_000, seconds, on_start=start)
     load_s, process_s = time.thread_time() - marks["thread"], time.process_time() - marks["process"]
-    spent = cpu_by_role(marks["before"], read_cpu(pids()))
-    return CpuReading(clients, point.requests, point.errors, point.seconds, spent, load_s,
-                      max(0.0, process_s - load_s), "/".join(f"{load:.2f}" for load in os.getloadavg()))
+    after = read_cpu(pids())
+    return CpuReading(clients, point.requests, point.errors, point.seconds, cpu_by_role(marks["before"], after),
+                      load_s, max(0.0, process_s - load_s), "/".join(f"{load:.2f}" for load in os.getloadavg()),
+                      Counter(role for role, _ in after.values()))
 
 
 @dataclass(frozen=True)
@@ -211,12 +214,18 @@ def cpu_table(readings: dict[str, dict[int, CpuReading]]) -> list[str]:
             return "" if spent is None or not reading.requests else f"{reading.ms_per_request(spent):.2f}"
         return cell
 
+    def role_cell(role: str) -> Callable[[CpuReading], str]:
+        def cell(reading: CpuReading) -> str:
+            processes = reading.role_processes.get(role, 0)
+            return ms(lambda r: r.role_cpu_s.get(role))(reading) + (f" ({processes} proc.)" if processes > 1 else "")
+        return cell
+
     return [
         "| ms of CPU per request | " + " | ".join(f"{COLUMNS[name]}, {reading.clients} client"
                                                   f"{'s' if reading.clients > 1 else ''}" for name, reading in columns)
         + " |",
         "|---|" + "---|" * len(columns),
-        *[row(role, ms(lambda reading, role=role: reading.role_cpu_s.get(role))) for role in roles],
+        *[row(role, role_cell(role)) for role in roles],
         row("**service in all**", ms(lambda reading: reading.service_cpu_s)),
         row(LOAD_GENERATOR, ms(lambda reading: reading.load_cpu_s)),
         row(DRIVER, ms(lambda reading: reading.driver_cpu_s)),

@@ -7,6 +7,7 @@ import cProfile
 import pstats
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -67,8 +68,9 @@ def test_a_process_started_during_the_run_counts_from_zero_and_one_that_exited_i
     assert cpu_by_role(before, after) == {"Policy replicas": 0.75}
 
 
-def _reading(clients: int, requests: int, seconds: float, roles: dict[str, float], load_s: float = 0.5) -> CpuReading:
-    return CpuReading(clients, requests, 0, seconds, roles, load_s, 0.1, "1.00/1.50/2.00")
+def _reading(clients: int, requests: int, seconds: float, roles: dict[str, float], load_s: float = 0.5,
+             processes: dict[str, int] | None = None) -> CpuReading:
+    return CpuReading(clients, requests, 0, seconds, roles, load_s, 0.1, "1.00/1.50/2.00", processes or {})
 
 
 def test_cpu_per_request_is_the_cpu_spent_over_the_requests_answered():
@@ -81,7 +83,7 @@ def test_cpu_per_request_is_the_cpu_spent_over_the_requests_answered():
 def test_the_table_has_a_column_per_service_and_client_count_and_a_row_per_role():
     readings = {
         "graph": {16: _reading(16, 400, 4.0, {"TextModel replicas": 2.0, "ingress (ModerationIngress replicas)": 1.6,
-                                              "Ray: raylet": 0.04}),
+                                              "Ray: raylet": 0.04}, processes={"TextModel replicas": 2}),
                   1: _reading(1, 100, 4.0, {"TextModel replicas": 0.5})},
         "plain": {1: _reading(1, 200, 4.0, {PLAIN: 1.4, STORE: 0.1})},
     }
@@ -89,7 +91,7 @@ def test_the_table_has_a_column_per_service_and_client_count_and_a_row_per_role(
     assert table[0] == "| ms of CPU per request | graph, 1 client | graph, 16 clients | plain app, 1 client |"
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in table[2:]}
     assert list(rows)[:3] == ["ingress (ModerationIngress replicas)", "TextModel replicas", PLAIN]
-    assert rows["TextModel replicas"] == "| TextModel replicas | 5.00 | 5.00 |  |"  # no such process there: blank
+    assert rows["TextModel replicas"] == "| TextModel replicas | 5.00 | 5.00 (2 proc.) |  |"  # none there: blank
     assert rows["ingress (ModerationIngress replicas)"].endswith("|  | 4.00 |  |")
     assert rows["Ray: raylet"].endswith("|  | 0.10 |  |")
     assert rows["**service in all**"] == "| **service in all** | 5.00 | 9.10 | 7.50 |"
@@ -122,3 +124,38 @@ def test_function_names_are_shown_from_the_package_on():
         "starlette/routing.py:7(handle)"
     assert short_name("/usr/lib/python3.11/asyncio/events.py", 80, "_run") == "asyncio/events.py:80(_run)"
     assert short_name("~", 0, "<method 'poll' of 'select.epoll' objects>") == "<method 'poll' of 'select.epoll' objects>"
+
+
+# An event loop in the main thread, as uvicorn's, that works until told to stop.
+LOOP = """
+import asyncio, sys
+from pathlib import Path
+from bench.plain import _profile_on_signals
+
+_profile_on_signals(Path(sys.argv[1]))
+
+async def work():
+    print("ready", flush=True)
+    while not Path(sys.argv[1]).exists():
+        sum(i * i for i in range(1000))
+        await asyncio.sleep(0.001)
+
+asyncio.run(work())
+"""
+
+
+def test_the_plain_apps_profile_is_switched_on_and_written_by_signals(tmp_path):
+    from bench.cpu import PROFILE_OFF, PROFILE_ON
+
+    path = tmp_path / "plain.pstats"
+    child = subprocess.Popen([sys.executable, "-c", LOOP, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(PROFILE_ON)
+        time.sleep(0.3)
+        child.send_signal(PROFILE_OFF)
+        assert child.wait(30) == 0
+    finally:
+        child.kill()
+    by_cumulative, _ = top_lines(pstats.Stats(str(path)), 50)
+    assert any(line.function.endswith("(work)") for line in by_cumulative)
