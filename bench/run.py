@@ -234,7 +234,10 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
 def cpu_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan,
                    plain_pids: set[int]) -> dict[str, dict[int, cpu.CpuReading]]:
     """At each of `plan.cpu_clients`, a fixed run on the graph then on the plain app: CPU per request by process
-    role (bench/cpu.py). The graph's processes are this run's descendants but the plain app's."""
+    role (bench/cpu.py), once no replica is starting. The graph's processes are this run's descendants but the plain
+    app's."""
+    if not service.wait_until_running(max_s=60):
+        print("  replicas still starting after 60 s: their start-up is in the graph's CPU", flush=True)
     services = {"graph": (graph, lambda: set(descendants()) - plain_pids), "plain": (plain, lambda: set(plain_pids))}
     found: dict[str, dict[int, cpu.CpuReading]] = {name: {} for name in services}
     for clients in plan.cpu_clients:
