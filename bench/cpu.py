@@ -275,7 +275,18 @@ def profile_table(lines: list[ProfileLine], requests: int) -> list[str]:
               f"{line.cumulative_s * 1000 / per:.3f} |" for line in lines]]
 
 
-def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None) -> list[str]:
+def shared_note(readings: dict[str, dict[int, CpuReading]], cores: int) -> str:
+    """A sentence when the 1-minute load average at the end of a reading was above the cores: others shared them."""
+    loads = [float(r.load_average.split("/")[0]) for by_clients in readings.values() for r in by_clients.values()
+             if r.load_average]
+    if not loads or max(loads) <= cores:
+        return ""
+    return (f" The machine was shared during these readings: the 1-minute load average reached {max(loads):.1f} on "
+            f"{cores} cores (this benchmark counts for about 2 of it); CPU time per request holds up better than "
+            "throughput under such sharing, but contention inflates it too.")
+
+
+def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None, cores: int) -> list[str]:
     """The `## CPU per request` section of docs/benchmarks.md."""
     if not readings:
         return []
@@ -289,7 +300,7 @@ def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None)
         "is bench/load.py (httpx on asyncio, one thread of the benchmark's process, not pinned to a core: no compiled "
         "generator such as wrk or hey is installed here); its CPU is its own row, taken from the same cores as the "
         "service. The benchmark's process also drives Ray (the graph's handles, metrics) and serves the admin "
-        "listener: its other threads are the row below it.",
+        "listener: its other threads are the row below it." + shared_note(readings, cores),
         "",
         *cpu_table(readings),
         "",

@@ -128,7 +128,7 @@ def test_the_profile_lists_the_top_functions_by_cumulative_and_own_time():
     assert any(line.function.endswith("(_work)") and line.calls == 5 for line in by_cumulative)
     assert by_self == sorted(by_self, key=lambda line: -line.self_s)
     lines = section({"plain": {16: _reading(16, 10, 1.0, {PLAIN: 0.1})}},
-                    Profile(16, 10, 1.0, by_cumulative, by_self))
+                    Profile(16, 10, 1.0, by_cumulative, by_self), cores=2)
     assert "### Profile of the request path (plain app, 16 clients, short text)" in lines
     assert any(line.startswith("| `tests/bench/test_cpu.py:") and "(_work)` | 0.5 |" in line for line in lines)
 
@@ -173,3 +173,12 @@ def test_the_plain_apps_profile_is_switched_on_and_written_by_signals(tmp_path):
         child.kill()
     by_cumulative, _ = top_lines(pstats.Stats(str(path)), 50)
     assert any(line.function.endswith("(work)") for line in by_cumulative)
+
+
+def test_a_load_average_above_the_cores_is_said_on_the_page():
+    from bench.cpu import shared_note
+
+    quiet = {"graph": {1: _reading(1, 10, 1.0, {})}}  # load 1.00
+    assert shared_note(quiet, 2) == ""
+    busy = {"graph": {1: _reading(1, 10, 1.0, {})}, "plain": {16: CpuReading(16, 10, 0, 1.0, load_average="3.90/2/2")}}
+    assert "the 1-minute load average reached 3.9 on 2 cores" in shared_note(busy, 2)
