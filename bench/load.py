@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -70,14 +71,17 @@ def point_budget(concurrency: int, min_requests: int) -> int:
 
 
 def run_point(
-    base_url: str, keys: list[dict[str, str]], workload: Workload, concurrency: int, max_requests: int, max_s: float
+    base_url: str, keys: list[dict[str, str]], workload: Workload, concurrency: int, max_requests: int, max_s: float,
+    on_start: Callable[[], None] | None = None,
 ) -> Point:
     """`concurrency` clients (keep-alive), each one request warming its connection, then measured requests until
-    `max_requests` have been sent or `max_s` has passed. Failed requests (non-2xx) are counted, not timed."""
-    return asyncio.run(_run_point(base_url, keys, workload, concurrency, max_requests, max_s))
+    `max_requests` have been sent or `max_s` has passed. Failed requests (non-2xx) are counted, not timed.
+    `on_start` is called once every connection is warm, just before the measured requests (bench.cpu reads CPU
+    times there)."""
+    return asyncio.run(_run_point(base_url, keys, workload, concurrency, max_requests, max_s, on_start))
 
 
-async def _run_point(base_url, keys, workload, concurrency, max_requests, max_s) -> Point:
+async def _run_point(base_url, keys, workload, concurrency, max_requests, max_s, on_start=None) -> Point:
     numbers = itertools.count()
     latencies: list[float] = []
     failures: list[int] = []
@@ -115,6 +119,8 @@ async def _run_point(base_url, keys, workload, concurrency, max_requests, max_s)
     tasks = [asyncio.create_task(client(i, warmed, started, deadline)) for i in range(concurrency)]
     for _ in range(concurrency):
         await warmed.get()
+    if on_start is not None:
+        on_start()
     start = time.perf_counter()
     deadline[0] = start + max_s
     started.set()

@@ -9,9 +9,11 @@ subprocess; `plain_app()` starts and stops it.
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,8 +37,10 @@ class PlainApp:
 
 
 @contextmanager
-def plain_app(workdir: Path, *, admin_token: str, versions: dict[str, str], env: dict[str, str]) -> Iterator[PlainApp]:
-    """`env`: the replicas' environment from serve_config.yaml (one BLAS/OpenMP thread per call...)."""
+def plain_app(workdir: Path, *, admin_token: str, versions: dict[str, str], env: dict[str, str],
+              profile_path: Path | None = None) -> Iterator[PlainApp]:
+    """`env`: the replicas' environment from serve_config.yaml (one BLAS/OpenMP thread per call...). With
+    `profile_path`, SIGUSR1 turns cProfile on in the app's event-loop thread and SIGUSR2 writes it there (bench.cpu)."""
     store = EmbeddedStore(Path(workdir) / "plain-redis")
     redis_url = store.start()
     admin = process = None
@@ -46,7 +50,8 @@ def plain_app(workdir: Path, *, admin_token: str, versions: dict[str, str], env:
         port = free_port()
         # The store's URL (with its password) goes through the environment, never the command line.
         child_env = {**os.environ, **env, "BENCH_PLAIN_REDIS_URL": redis_url, "BENCH_PLAIN_PORT": str(port),
-                     "BENCH_PLAIN_VERSIONS": json.dumps(versions), "BENCH_PLAIN_LOG": str(Path(workdir) / "plain.log")}
+                     "BENCH_PLAIN_VERSIONS": json.dumps(versions), "BENCH_PLAIN_LOG": str(Path(workdir) / "plain.log"),
+                     "BENCH_PLAIN_PROFILE": str(profile_path or "")}
         process = subprocess.Popen([sys.executable, "-m", "bench.plain"], cwd=REPO_ROOT, env=child_env)
         base_url = f"http://127.0.0.1:{port}"
         require_healthy(base_url)
@@ -92,7 +97,23 @@ def _serve() -> None:
     asyncio.run(seed_config(Services.connect(redis_url, None).config, settings.config_dir))
     config = uvicorn.Config(create_app(services()), host="127.0.0.1", port=port, workers=1,
                             log_level="warning", access_log=False, lifespan="off")
+    if os.environ.get("BENCH_PLAIN_PROFILE"):
+        _profile_on_signals(Path(os.environ["BENCH_PLAIN_PROFILE"]))
     uvicorn.Server(config).run()
+
+
+def _profile_on_signals(path: Path) -> None:
+    """Signal handlers run in the main thread, which is uvicorn's event loop: cProfile then sees the request path
+    (HTTP, FastAPI, the store's client, JSON), not the worker threads that score."""
+    profiler = cProfile.Profile()
+
+    def stop(*_) -> None:
+        profiler.disable()
+        profiler.dump_stats(f"{path}.partial")
+        os.replace(f"{path}.partial", path)
+
+    signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+    signal.signal(signal.SIGUSR2, stop)
 
 
 if __name__ == "__main__":

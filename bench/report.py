@@ -11,6 +11,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench.cpu import section as cpu_section
 from bench.hash_bank import section as hash_bank_section
 from bench.limit import BATCH, Limit
 from bench.load import Point
@@ -58,6 +59,7 @@ class Results:
     started: datetime | None = None
     duration_s: float = 0.0
     hash_bank: Any = None  # bench.hash_bank.HashBankResults (a run saved before it existed has none)
+    profile: Any = None  # bench.cpu.Profile of the plain app's event loop, short text
 
 
 def point_at(points: list[Point], concurrency: int) -> Point | None:
@@ -326,6 +328,8 @@ def document(results: Results) -> str:
         "",
         *ANALYSIS,
         "",
+        *cpu_section(getattr(results.columns["graph"], "cpu", {}), getattr(results, "profile", None),
+                     results.cores),
         "## Levers",
         "",
         *levers(results),
@@ -391,8 +395,8 @@ ANALYSIS = [
     "about 10 ms more than the model (gRPC through two Python event loops, the batch wait, for an image the",
     "upload's bytes), the Policy call about 4 ms for a dictionary lookup.",
     "",
-    "Where the CPU goes under load (per-process CPU time, 6 s at one client then 6 s at 16, profiled by hand on",
-    "this machine with the graph as it runs now; py-spy for the split inside a replica): short text, per request,",
+    "Where the CPU went under load when measured by hand (per-process CPU time, 6 s at one client then 6 s at 16;",
+    "py-spy for the split inside a replica; each run now measures it, below): short text, per request,",
     "TextModel 6.7 ms, the ingress 4.4 ms, Policy 1.9 ms, everything else (Serve controller, store, HAProxy, raylet)",
     "under 2 ms; images (nsfw only), per image, ImageModel 28 ms (onnxruntime's `Session.run` 45% of its samples,",
     "decoding and resizing about 20%; the model alone is 13 ms), the ingress 6 ms, Policy 2.3 ms. Before HAProxy,",

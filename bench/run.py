@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from bench import hash_bank, limit, plot, report, service
+from bench import cpu, hash_bank, limit, plot, report, service
 from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import TEXTS, phone_jpegs, photo_jpegs
@@ -56,11 +56,14 @@ class Plan:
     hop_calls: int = 40
     metrics_wait_s: float = 6.0  # Ray pushes replica metrics to its endpoint every few seconds
     overload_rounds: int = 3  # back-to-back pairs (peak concurrency, then 64 clients) per workload, graph only
+    cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text
+    cpu_point_s: float = 6.0
+    profile_s: float = 4.0  # cProfile of the plain app's event loop, at the last of cpu_clients
 
 
 QUICK = Plan(workloads=("text",), concurrency=(1, 8), lever_concurrency=(1,), min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
-             overload_rounds=0)
+             overload_rounds=0, cpu_point_s=3.0, profile_s=2.0)
 FULL = Plan()
 
 
@@ -78,6 +81,7 @@ class Column:
     load_cpu_s: float = 0.0
     plain_beside: dict[str, list[Point]] = field(default_factory=dict)  # a lever's: the plain app measured beside it
     overload: dict[str, list[Point]] = field(default_factory=dict)  # per workload: peak, 64, peak, 64, ... back to back
+    cpu: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # "graph"/"plain" -> clients -> reading
 
 
 def serve_config() -> dict:
@@ -204,12 +208,14 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
                                            min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
             column.memory_pss_mib, column.processes = _memory(exclude=plain_pids)
             metrics_url = service.metrics_url()
-            before, cpu = service.scrape(metrics_url), time.process_time()
+            before, cpu_start = service.scrape(metrics_url), time.process_time()
             points = side_by_side({"graph": target, "plain": plain}, workloads, plan, concurrency)
             column.points = points["graph"]
             if report.OVERLOAD_CLIENTS in concurrency:
                 column.overload = overload_pairs(target, workloads, plan, column.points)
-            column.load_cpu_s = time.process_time() - cpu
+            column.load_cpu_s = time.process_time() - cpu_start
+            if with_hops and "text" in workloads:
+                column.cpu = cpu_by_process(target, plain, workloads["text"], plan, plain_pids)
             column.replicas_after = service.replica_counts()
             time.sleep(plan.metrics_wait_s)
             column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
@@ -223,6 +229,26 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
             else:
                 os.environ[name] = value
     return column, points["plain"], hops
+
+
+def cpu_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan,
+                   plain_pids: set[int]) -> dict[str, dict[int, cpu.CpuReading]]:
+    """At each of `plan.cpu_clients`, a fixed run on the graph then on the plain app: CPU per request by process
+    role (bench/cpu.py), once no replica is starting. The graph's processes are this run's descendants but the plain
+    app's."""
+    if not service.wait_until_running(max_s=60):
+        print("  replicas still starting after 60 s: their start-up is in the graph's CPU", flush=True)
+    services = {"graph": (graph, lambda: set(descendants()) - plain_pids), "plain": (plain, lambda: set(plain_pids))}
+    found: dict[str, dict[int, cpu.CpuReading]] = {name: {} for name in services}
+    for clients in plan.cpu_clients:
+        for name, (target, pids) in services.items():
+            reading = cpu.measure(target.base_url, target.keys[workload.profile], workload, clients,
+                                  plan.cpu_point_s, pids)
+            found[name][clients] = reading
+            print(f"  {name} CPU per request at {clients} clients: {reading.ms_per_request(reading.service_cpu_s):.2f}"
+                  f" ms (load generator {reading.ms_per_request(reading.load_cpu_s):.2f} ms; {reading.requests} "
+                  f"requests; load {reading.load_average})", flush=True)
+    return found
 
 
 def _memory(exclude: set[int] = frozenset()) -> tuple[float, int]:
@@ -265,7 +291,8 @@ def main(argv: list[str] | None = None) -> None:
     _measure_raw_limit(results, workloads, versions, env, plan)
     with (
         tempfile.TemporaryDirectory(prefix="bench-") as workdir,
-        plain_app(Path(workdir) / "plain", admin_token=service.ADMIN_TOKEN, versions=versions, env=env) as app,
+        plain_app(Path(workdir) / "plain", admin_token=service.ADMIN_TOKEN, versions=versions, env=env,
+                  profile_path=Path(workdir) / "plain.pstats") as app,
     ):
         print("plain app (one uvicorn worker, models in-process): up; the graph next, then both side by side ...",
               flush=True)
@@ -278,6 +305,7 @@ def main(argv: list[str] | None = None) -> None:
         results.columns["plain"].memory_pss_mib, results.columns["plain"].processes = _memory()
         results.columns["graph"], results.columns["plain"].points, results.hops = measure_graph(
             Path(workdir) / "graph", plan, workloads, {}, plan.concurrency, plain, plain_pids, with_hops=True)
+        results.profile = _profile_plain(app.pid, Path(workdir) / "plain.pstats", plain, workloads, plan, results)
         for lever in levers:
             print(f"graph with lever {lever}, side by side with the plain app ...", flush=True)
             try:
@@ -293,6 +321,19 @@ def main(argv: list[str] | None = None) -> None:
     results.started, results.duration_s = started, time.perf_counter() - start
     RESULTS_PATH.write_bytes(pickle.dumps(results))
     finish(results)
+
+
+def _profile_plain(pid: int, path: Path, plain: Target, workloads: dict[str, Workload], plan: Plan,
+                   results: report.Results) -> cpu.Profile | None:
+    if "text" not in workloads or not plan.cpu_clients:
+        return None
+    print(f"profile of the plain app's event loop ({plan.profile_s:.0f} s) ...", flush=True)
+    try:
+        return cpu.profile_plain(pid, path, plain.base_url, plain.keys["default"], workloads["text"],
+                                 plan.cpu_clients[-1], plan.profile_s)
+    except (OSError, TypeError, ValueError, EOFError) as error:  # a missing or torn stats file: say so, go on
+        results.skipped.append(f"Profile of the plain app: none ({type(error).__name__}: {error}).")
+        return None
 
 
 def _measure_raw_limit(results: report.Results, workloads: dict, versions: dict, env: dict, plan) -> None:

@@ -57,6 +57,18 @@ def replica_counts() -> dict[str, dict[str, int]]:
     return {name: {state: n for state, n in deployments[name].replica_states.items() if n} for name in DEPLOYMENTS}
 
 
+def wait_until_running(max_s: float, poll_s: float = 1.0) -> bool:
+    """Until no replica of the graph is starting or stopping (its start-up would count as CPU of the requests
+    measured next), at most `max_s`. True when all were RUNNING."""
+    deadline = time.monotonic() + max_s
+    while True:
+        if all(set(states) <= {"RUNNING"} for states in replica_counts().values()):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+
+
 def settle(warm_round: Callable[[int], None], *, min_s: float, max_s: float, stable_rounds: int = 3) -> list[dict]:
     """Warm rounds (`warm_round(i)`, a few seconds of load each) until the replica counts have not changed for
     `stable_rounds` rounds after at least `min_s` (Serve adds a replica only after upscale_delay_s, 30 s by

@@ -20,3 +20,13 @@ def test_overload_pairs_alternate_the_best_concurrency_below_64_with_64(monkeypa
     found = run.overload_pairs(target, workloads, run.Plan(overload_rounds=2), swept)
     assert asked == [16, 64, 16, 64] and list(found) == ["text"]  # 64 itself is never the "peak"; no sweep, no pairs
     assert run.overload_pairs(target, workloads, run.Plan(overload_rounds=0), swept) == {}
+
+
+def test_the_cpu_readings_wait_for_starting_replicas_and_give_up_in_time(monkeypatch):
+    from bench import service
+
+    answers = iter([{"TextModel": {"RUNNING": 1, "STARTING": 1}}, {"TextModel": {"RUNNING": 2}}])
+    monkeypatch.setattr(service, "replica_counts", lambda: next(answers))
+    assert service.wait_until_running(max_s=5, poll_s=0.01)
+    monkeypatch.setattr(service, "replica_counts", lambda: {"TextModel": {"RUNNING": 1, "STARTING": 1}})
+    assert not service.wait_until_running(max_s=0.05, poll_s=0.01)
