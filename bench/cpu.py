@@ -220,7 +220,7 @@ def profile_plain(pid: int, stats_path: Path, base_url: str, keys: list[dict[str
 # The table's rows in this order (the roles a run has); any other role follows, most CPU first.
 ROLE_ORDER = ("ingress (ModerationIngress replicas)", "TextModel replicas", "ImageModel replicas", "Policy replicas",
               PLAIN, "HAProxy", "Serve HAProxy manager", "Serve proxy actor", "Serve controller", STORE)
-COLUMNS = {"graph": "graph", "plain": "plain app"}
+COLUMNS = {"before": "graph before", "graph": "graph", "plain": "plain app"}
 
 
 def cpu_table(readings: dict[str, dict[int, CpuReading]]) -> list[str]:
@@ -286,8 +286,9 @@ def shared_note(readings: dict[str, dict[int, CpuReading]], cores: int) -> str:
             "throughput under such sharing, but contention inflates it too.")
 
 
-def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None, cores: int) -> list[str]:
-    """The `## CPU per request` section of docs/benchmarks.md."""
+def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None, cores: int,
+            before: str | None = None) -> list[str]:
+    """The `## CPU per request` section of docs/benchmarks.md; `before`: what the "graph before" columns are."""
     if not readings:
         return []
     lines = [
@@ -300,7 +301,8 @@ def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None,
         "is bench/load.py (httpx on asyncio, one thread of the benchmark's process, not pinned to a core: no compiled "
         "generator such as wrk or hey is installed here); its CPU is its own row, taken from the same cores as the "
         "service. The benchmark's process also drives Ray (the graph's handles, metrics) and serves the admin "
-        "listener: its other threads are the row below it." + shared_note(readings, cores),
+        "listener: its other threads are the row below it." + shared_note(readings, cores)
+        + (f" The \"graph before\" columns are the graph of the {before}." if before and "before" in readings else ""),
         "",
         *cpu_table(readings),
         "",

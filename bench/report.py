@@ -33,6 +33,7 @@ COLUMN_LABELS = {
     "plain": "plain app",
     "without_haproxy": "graph without HAProxy (Serve's own proxy, MODERATION_HAPROXY=0)",
     "throughput_optimized": "graph, RAY_SERVE_THROUGHPUT_OPTIMIZED=1",
+    "policy_hop": "graph with a Policy call per request (MODERATION_POLICY_HOP=1)",
 }
 LATENCY_SLACK_S = 0.005  # graph p50 at concurrency 1 at most 5 ms above the plain app's
 LIMIT_TARGET = 0.8  # nsfw + weapon + violence at least 0.8x the raw limit
@@ -60,6 +61,81 @@ class Results:
     duration_s: float = 0.0
     hash_bank: Any = None  # bench.hash_bank.HashBankResults (a run saved before it existed has none)
     profile: Any = None  # bench.cpu.Profile of the plain app's event loop, short text
+    baseline: Baseline | None = None  # an earlier run's graph, shown beside this one (`--baseline`)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the page shows of an earlier run (`python -m bench.run --baseline PICKLE`): its graph's points, its CPU
+    readings, its raw limit, and what it was."""
+
+    label: str  # e.g. "run of 2026-11-27 06:44 UTC (commit 59aca86)"
+    points: dict[str, list[Point]]
+    plain_points: dict[str, list[Point]]
+    limit: dict[str, Limit]
+    cpu: dict[int, Any]  # clients -> bench.cpu.CpuReading of its graph
+
+
+def baseline_of(earlier: Results, what: str) -> Baseline:
+    started = earlier.started.astimezone(timezone.utc) if earlier.started else None
+    when = f"run of {started:%Y-%m-%d %H:%M} UTC" if started else "an earlier run"
+    graph, plain = earlier.columns["graph"], earlier.columns["plain"]
+    return Baseline(label=f"{when} ({what})" if what else when, points=graph.points, plain_points=plain.points,
+                    limit=earlier.limit, cpu=getattr(graph, "cpu", {}).get("graph", {}))
+
+
+def before_and_after(results: Results) -> list[str]:
+    """The graph of the baseline run and of this one, workload by workload, at 1 and 16 clients (and the best)."""
+    before = results.baseline
+    if before is None:
+        return []
+    graph, plain = results.columns["graph"], results.columns["plain"]
+    rows = [("workload", "clients", "before: graph req/s (plain)", "now: graph req/s (plain)",
+             "before: graph p50 ms (plain)", "now: graph p50 ms (plain)", "before / now: graph over raw limit")]
+    for name, points in graph.points.items():
+        old_points = before.points.get(name, [])
+        for clients in (1, HEADLINE_CLIENTS, "best"):
+            ours, theirs = _pick(points, clients), _pick(old_points, clients)
+            ours_plain = point_at(plain.points.get(name, []), ours.concurrency) if ours else None
+            theirs_plain = point_at(before.plain_points.get(name, []), theirs.concurrency) if theirs else None
+            rows.append((
+                LABELS[name], str(clients) if clients != "best" else f"best ({_c(theirs)} / {_c(ours)})",
+                _beside(theirs, theirs_plain, "rps"), _beside(ours, ours_plain, "rps"),
+                _beside(theirs, theirs_plain, "p50"), _beside(ours, ours_plain, "p50"),
+                f"{_over_limit(theirs, before.limit.get(name))} / {_over_limit(ours, results.limit.get(name))}",
+            ))
+    return [
+        "## Before and after",
+        "",
+        f"The graph of this run beside the graph of the {before.label}, each with the plain app measured beside it "
+        "in its own run (in brackets); runs minutes or hours apart on this shared machine drift, so compare the "
+        "ratios to the plain app and the raw limit of the same run more than the raw figures. The CPU per request "
+        "of both is in the CPU section below.",
+        "",
+        _markdown(rows),
+        "",
+    ]
+
+
+def _pick(points: list[Point], clients: int | str) -> Point | None:
+    if clients == "best":
+        return max(points, key=lambda p: p.rps, default=None)
+    return point_at(points, clients)
+
+
+def _c(point: Point | None) -> str:
+    return str(point.concurrency) if point else "-"
+
+
+def _beside(point: Point | None, plain: Point | None, what: str) -> str:
+    if point is None:
+        return ""
+    value = (lambda p: f"{p.rps:.1f}") if what == "rps" else (lambda p: f"{p.p50_s * 1000:.1f}")
+    return value(point) + (f" ({value(plain)})" if plain else "")
+
+
+def _over_limit(point: Point | None, limit: Limit | None) -> str:
+    return f"{point.rps / limit.items_per_s:.2f}" if point and limit and limit.items_per_s else "-"
 
 
 def point_at(points: list[Point], concurrency: int) -> Point | None:
@@ -322,14 +398,15 @@ def document(results: Results) -> str:
         "",
         *[f"- {line}" for line in targets(results)],
         "",
+        *before_and_after(results),
         "## Where the time goes (concurrency 1, medians)",
         "",
         *time_breakdown(results),
         "",
         *ANALYSIS,
         "",
-        *cpu_section(getattr(results.columns["graph"], "cpu", {}), getattr(results, "profile", None),
-                     results.cores),
+        *cpu_section(_with_baseline_cpu(results), getattr(results, "profile", None), results.cores,
+                     results.baseline.label if results.baseline else None),
         "## Levers",
         "",
         *levers(results),
@@ -343,6 +420,13 @@ def document(results: Results) -> str:
         ratio_line(results),
         "",
     ])
+
+
+def _with_baseline_cpu(results: Results) -> dict:
+    readings = dict(getattr(results.columns["graph"], "cpu", {}))
+    if results.baseline is not None and results.baseline.cpu:
+        readings["before"] = results.baseline.cpu
+    return readings
 
 
 def settings(results: Results) -> list[str]:

@@ -39,6 +39,7 @@ RESULTS_PATH = Path(tempfile.gettempdir()) / "moderation-bench-results.pickle"
 LEVERS = {
     "without_haproxy": {"MODERATION_HAPROXY": "0"},
     "throughput_optimized": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
+    "policy_hop": {"MODERATION_POLICY_HOP": "1"},
 }
 
 
@@ -262,6 +263,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
                         help=f"comma-separated, of {', '.join(LEVERS)}, or 'none' "
                              "(default: without_haproxy; none with --quick)")
+    parser.add_argument("--baseline", type=Path, metavar="PICKLE",
+                        help="an earlier run's saved results: its graph is shown beside this run's (before and after)")
+    parser.add_argument("--baseline-is", default="", metavar="TEXT",
+                        help="what the baseline was, for the page (e.g. 'commit 59aca86, before the request-path work')")
     parser.add_argument("--render", type=Path, metavar="PICKLE",
                         help=f"write the page and plot again from a saved run (every run saves to {RESULTS_PATH})")
     return parser
@@ -270,8 +275,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
+    baseline = report.baseline_of(pickle.loads(args.baseline.read_bytes()), args.baseline_is) if args.baseline \
+        else None
     if args.render:
-        finish(pickle.loads(args.render.read_bytes()))
+        rendered = pickle.loads(args.render.read_bytes())
+        rendered.baseline = baseline or getattr(rendered, "baseline", None)
+        finish(rendered)
         return
     plan = QUICK if args.quick else FULL
     # By default the graph without HAProxy runs beside it, so the page shows what HAProxy buys, every run.
@@ -286,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     env, versions = replica_environment(config), served_model_versions(config)
     os.environ.update(env)  # this process decodes photos and loads nothing else heavy, but keep it like the others
     results = report.Results(plan=plan, versions=versions, cores=os.cpu_count() or 1, levers=levers,
-                             load_before=report.load_average())
+                             load_before=report.load_average(), baseline=baseline)
     workloads = workloads_of(plan)
     _measure_raw_limit(results, workloads, versions, env, plan)
     with (

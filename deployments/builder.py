@@ -46,4 +46,5 @@ def build_app(args: BuildArgs) -> Application:
         health_rules=settings.health_rules(),
         admission_rules=settings.admission_rules(),
         client_address_header=CLIENT_ADDRESS_HEADER if settings.haproxy else None,
+        policy_hop=settings.policy_hop,
     )

@@ -39,12 +39,13 @@ class ModerationIngress:
         health_rules: HealthRules = HealthRules(),
         admission_rules: dict[str, AdmissionRules] | None = None,
         client_address_header: str | None = None,
+        policy_hop: bool = False,
     ):
         # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
         password = Path(redis_password_file).read_text().strip() if redis_password_file else None
         self._services = Services.connect(
             redis_url,
-            ServeBackends(image_model, text_model, policy),
+            ServeBackends(image_model, text_model, policy, policy_hop=policy_hop),
             redis_password=password,
             inference_timeout_s=inference_timeout_s,
             time_limits=time_limits,

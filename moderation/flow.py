@@ -13,7 +13,8 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -46,12 +47,22 @@ class Scored(Protocol):
 
 
 @dataclass(frozen=True)
+class FirstUnit:
+    """A request's first quota unit and its work slot, taken in the step that authorized it (serve_app/auth.py),
+    held by `first_unit_held` around the whole request."""
+
+    charged_at: float
+    slot: WorkSlot
+
+
+@dataclass(frozen=True)
 class Caller:
-    """An authenticated request's key with its plan and profile."""
+    """An authenticated request's key with its plan and profile, and its first unit when admission took it."""
 
     key: ApiKey
     plan: Plan
     profile: Profile
+    first_unit: FirstUnit | None = None
 
     @property
     def account(self) -> str:
@@ -211,11 +222,17 @@ class _Charged:
     """
 
     def __init__(self, limits: Limits, caller: Caller, units: int = 1):
-        self.limits, self.caller, self.units = limits, caller, units
-        self.charged_at = time.time()
-        self.slot = WorkSlot(slot_id=secrets.token_hex(8), max_in_flight=caller.plan.max_in_flight)
+        # A caller whose first unit and slot were taken when it was admitted takes the rest only; both go back with
+        # `first_unit_held` around the request.
+        first = caller.first_unit
+        self.limits, self.caller = limits, caller
+        self.units = units - 1 if first else units
+        self.charged_at = first.charged_at if first else time.time()
+        self.slot = None if first else WorkSlot(slot_id=new_slot_id(), max_in_flight=caller.plan.max_in_flight)
 
     async def __aenter__(self) -> _Charged:
+        if self.units == 0:
+            return self
         plan = self.caller.plan
         taken = await self.limits.take(self.caller.account, plan.monthly_quota, self.charged_at, self.units, self.slot)
         if taken is Taken.NO_QUOTA:
@@ -225,10 +242,42 @@ class _Charged:
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
-        account = self.caller.account
-        try:
-            if isinstance(exc, Exception):
-                await self.limits.give_back_quota(account, self.charged_at, self.units)
-            await self.limits.give_back_slot(account, self.slot)
-        except Exception:  # the store is down too: the slot's lease frees it
-            log.warning("could not give back the units or slot of %s", account)
+        if isinstance(exc, Exception) and self.units:
+            await _give_back_units(self.limits, self.caller.account, self.charged_at, self.units)
+        if self.slot is not None:
+            self.limits.release_slot(self.caller.account, self.slot)
+
+
+def new_slot_id() -> str:
+    return secrets.token_hex(8)
+
+
+@asynccontextmanager
+async def first_unit_held(limits: Limits, caller: Caller) -> AsyncIterator[None]:
+    """Around the whole of a request admitted with its first unit (`Caller.first_unit`): the unit goes back when the
+    request fails (an Exception, as in `_Charged`: a 4xx of its content, our 5xx; never a client that hung up), and
+    the slot when it ends, without the answer waiting for it (Limits.release_slot)."""
+    first = caller.first_unit
+    if first is None:
+        yield
+        return
+    try:
+        yield
+    except Exception:
+        await _give_back_units(limits, caller.account, first.charged_at, 1)
+        raise
+    finally:
+        limits.release_slot(caller.account, first.slot)
+
+
+async def give_back_first_unit(limits: Limits, account: str, first: FirstUnit) -> None:
+    """For a request refused after its admission took its first unit."""
+    await _give_back_units(limits, account, first.charged_at, 1)
+    limits.release_slot(account, first.slot)
+
+
+async def _give_back_units(limits: Limits, account: str, charged_at: float, units: int) -> None:
+    try:
+        await limits.give_back_quota(account, charged_at, units)
+    except Exception:  # the store is down too
+        log.warning("could not give back the units of %s", account)

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     # Plan and profile of the key created on first start.
     default_plan: str = "default"
     default_profile: str = "default"
+    # Each request's decisions go to the Policy deployment, a Ray call of their own; off (the default), the ingress
+    # decides with the same code and the Policy replica idles (deployments/policy.py; docs/benchmarks.md measures both).
+    policy_hop: bool = False
     # How long the ingress waits for a model before answering 503.
     inference_timeout_s: float = TimeLimits.inference_timeout_s
     # Time bounds of a request in the ingress (serve_app/deadlines.py, whose TimeLimits holds the defaults);

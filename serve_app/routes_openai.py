@@ -23,7 +23,7 @@ from moderation.flow import Caller, Moderated
 from moderation.items import image_item, text_item
 from moderation.limits import BATCH_TEXT_LIMITS, check_texts, require_scope
 from policy.types import Plan, Profile
-from serve_app.auth import authenticated_caller, services
+from serve_app.auth import admitted_caller, services
 from serve_app.bodies import json_bytes_for, read_json
 from serve_app.errors import InvalidRequest, ModelNotFound
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, OpenAIErrorBody, error_responses
@@ -67,7 +67,9 @@ class OpenAIModeration(BaseModel):
     "/v1/moderations", response_model=OpenAIModeration, openapi_extra=MODERATIONS_BODY,
     responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 402, 403, 413, body=OpenAIErrorBody)},
 )
-async def moderations(request: Request, caller: Caller = Depends(authenticated_caller)) -> OpenAIModeration:
+async def moderations(
+    request: Request, caller: Caller = Depends(admitted_caller(), scope="function")
+) -> OpenAIModeration:
     plan = caller.plan
     raw = await read_json(request, caller, None, body_limit(plan), '{"input": "..."}')
     model = raw.get("model", DEFAULT_OPENAI_MODEL)

@@ -23,7 +23,7 @@ from moderation.flow import Caller, Moderated
 from moderation.items import text_item
 from moderation.limits import MAX_SPANS_PER_COMMENT, check_texts
 from store.score_suggestions import suggestion
-from serve_app.auth import key_param_caller, services
+from serve_app.auth import admitted_caller, key_param_caller, services
 from serve_app.bodies import json_bytes_for, read_json
 from serve_app.errors import AttributeNotSupported, CommentEmpty, InvalidRequest, NotFound
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, GoogleErrorBody, error_responses
@@ -74,7 +74,9 @@ class SuggestCommentScoreResponse(BaseModel):
     "/v1alpha1/comments:analyze", response_model=AnalyzeCommentResponse, response_model_exclude_none=True,
     openapi_extra=_body_schema("AnalyzeCommentRequest"), responses=ERRORS,
 )
-async def analyze(request: Request, caller: Caller = Depends(key_param_caller)) -> AnalyzeCommentResponse:
+async def analyze(
+    request: Request, caller: Caller = Depends(admitted_caller("text", key_in_query=True), scope="function")
+) -> AnalyzeCommentResponse:
     # The comment is scored for the requested attributes, and its sentences too with `spanAnnotations`, in one model
     # call; one unit, and one more for the spans (moderation/items.py: Item.units), decided and queued by the profile.
     # (No docstring: it would become the operation's description.)

@@ -13,7 +13,7 @@ from moderation.items import image_item, text_item
 from moderation.limits import BATCH_TEXT_LIMITS, check_texts, parse_threshold, require_scope
 from policy.types import PRIMARY_CATEGORIES
 from serve_app import errors
-from serve_app.auth import authenticated_caller, services
+from serve_app.auth import admitted_caller, authenticated_caller, services
 from serve_app.bodies import json_bytes_for, read_image_form, read_json
 from serve_app.form_reader import FORM_OVERHEAD_BYTES, PartTooLarge, read_form
 from serve_app.schemas import (
@@ -62,7 +62,7 @@ NSFW, TOXIC = PRIMARY_CATEGORIES["image"], PRIMARY_CATEGORIES["text"]
 async def moderate_image(
     request: Request,
     threshold: str | None = THRESHOLD_QUERY,
-    caller: Caller = Depends(authenticated_caller),
+    caller: Caller = Depends(admitted_caller("image"), scope="function"),
 ) -> ImageResult:
     require_scope(caller.plan, "image")
     override = parse_threshold(threshold)
@@ -89,7 +89,7 @@ async def moderate_image(
 async def moderate_text(
     request: Request,
     threshold: str | None = THRESHOLD_QUERY,
-    caller: Caller = Depends(authenticated_caller),
+    caller: Caller = Depends(admitted_caller("text"), scope="function"),
 ) -> TextResult | TextBatchResult:
     """One text (`{"text": ...}`), or a batch (`{"texts": [...]}`: one unit, one decision per item)."""
     limit = json_bytes_for(caller.plan.text_max_chars * BATCH_TEXT_LIMITS)

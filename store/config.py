@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from store import lua, redis_keys
+from store.quota import Admission, Taken
 from policy.types import ApiKey, Plan, Profile
 
 log = logging.getLogger("moderation.config")
@@ -69,13 +70,16 @@ class Authorized:
     plan: Plan
     profile: Profile
     retry_after_s: float  # 0.0 when a token was taken, else the seconds until the bucket has one
+    taken: Taken | None = None  # the first unit and slot asked with the token (`authorize`'s admission)
 
 
 @dataclass(frozen=True)
 class Unconfigured:
-    """A live key whose plan or profile record is missing or cannot be read; no rate token was taken."""
+    """A live key whose plan or profile record is missing or cannot be read; no rate token was taken, unless its
+    plan's record was read by the store but not by the service, in which case `taken` says what was."""
 
     key: ApiKey
+    taken: Taken | None = None
 
 
 class ConfigStore:
@@ -132,7 +136,9 @@ class ConfigStore:
                 return record, secret
         raise RuntimeError(f"no free key id in {KEY_CREATE_ATTEMPTS} attempts")
 
-    async def authorize(self, secret: str, now: float | None = None) -> Authorized | Unconfigured | None:
+    async def authorize(
+        self, secret: str, now: float | None = None, admission: Admission | None = None
+    ) -> Authorized | Unconfigured | None:
         """Authenticates `secret` and takes a token of its key's rate bucket, in one Redis round trip.
 
         None for an unknown or revoked key, Unconfigured for a key whose plan or profile is gone;
@@ -143,6 +149,9 @@ class ConfigStore:
         Nothing is cached in process: the plan and profile come fresh with every call at no extra
         round trip, so an admin change of either, or a revoke, holds from the next request on
         every replica, with no invalidation to get wrong.
+
+        With `admission`, a token taken also takes the request's first quota unit and work slot in the same step
+        (`taken` says how that went; None when nothing was asked or tried).
         """
         reply = await self._authorize(
             keys=[redis_keys.api_key_by_hash(_sha256_hex(secret))],
@@ -152,6 +161,7 @@ class ConfigStore:
                 redis_keys.PROFILE_PREFIX,
                 redis_keys.RATE_BUCKET_PREFIX,
                 "" if now is None else now,
+                *(admission.script_args() if admission is not None else ()),
             ],
         )
         return _authorization_of(reply)
@@ -183,9 +193,10 @@ def _authorization_of(reply: list[str]) -> Authorized | Unconfigured | None:
     key = ApiKey.model_validate_json(fields[0])
     if outcome == "unconfigured":
         return Unconfigured(key)
-    _, plan_json, profile_json, wait_s = fields
+    _, plan_json, profile_json, wait_s, taken = fields
+    taken = Taken(int(taken)) if taken else None
     try:
         plan, profile = read_record(Plan, key.plan, plan_json), read_record(Profile, key.profile, profile_json)
     except UnreadableRecord:
-        return Unconfigured(key)  # this key's requests answer 503; every other key is served
-    return Authorized(key=key, plan=plan, profile=profile, retry_after_s=float(wait_s))
+        return Unconfigured(key, taken)  # this key's requests answer 503; every other key is served
+    return Authorized(key=key, plan=plan, profile=profile, retry_after_s=float(wait_s), taken=taken)

@@ -134,6 +134,9 @@ PLAN_PREFIX = f"{PREFIX}plan:"
 PROFILE_PREFIX = f"{PREFIX}profile:"
 API_KEY_PREFIX = f"{PREFIX}apikey:"
 RATE_BUCKET_PREFIX = f"{PREFIX}rate:"
+# Named inside the AUTHORIZE script, which learns the account from the key it reads (store.lua).
+QUOTA_PREFIX = f"{PREFIX}quota:"
+WORK_IN_PROGRESS_PREFIX = f"{PREFIX}inflight:"
 
 
 def plan(name: str) -> str:
@@ -158,7 +161,7 @@ def live_api_keys() -> str:
 
 def quota(account: str, month: str) -> str:
     """`month` is `YYYY-MM` (UTC); being fixed-width it keeps the account part unambiguous."""
-    return f"{PREFIX}quota:{month}:{account}"
+    return f"{QUOTA_PREFIX}{month}:{account}"
 
 
 def rate_refusals(account: str, month: str) -> str:
@@ -167,7 +170,7 @@ def rate_refusals(account: str, month: str) -> str:
 
 def work_in_progress(account: str) -> str:
     """The account's slots of moderation work in progress (a sorted set: slot id -> end of its lease)."""
-    return f"{PREFIX}inflight:{account}"
+    return f"{WORK_IN_PROGRESS_PREFIX}{account}"
 
 
 def review_next_id() -> str:

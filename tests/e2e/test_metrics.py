@@ -35,7 +35,7 @@ def find(found, name: str, **labels) -> list[tuple[dict[str, str], float]]:
 WANTED = {
     "ray_moderation_requests_total": {"endpoint": "/v1/moderate-text", "method": "POST", "status": "200"},
     "ray_moderation_quota_refusals_total": {"endpoint": "/v1/moderate-text"},
-    "ray_moderation_decisions_total": {"kind": "text", "mode": "enforce", "deployment": "Policy"},
+    "ray_moderation_decisions_total": {"kind": "text", "mode": "enforce", "deployment": "ModerationIngress"},
     "ray_moderation_category_verdicts_total": {"kind": "image", "category": "nsfw", "verdict": "allow"},
     "ray_moderation_model_call_latency_ms_count": {"target": "text", "outcome": "ok"},
     "ray_moderation_model_batch_latency_ms_count": {"model": "image", "deployment": "ImageModel"},

@@ -288,6 +288,7 @@ async def test_past_the_plans_max_in_flight_a_request_is_refused_before_any_unit
         await flow.moderate_many(caller(max_in_flight=1), [text("second")])
     await first
     assert backends.calls == [("score_text", ["first"])] and await flow.limits.quota_used("acme") == 1
+    await flow.limits.settled()
     assert await flow.limits.in_flight("acme") == 0  # given back when the first ended
 
 
@@ -295,6 +296,7 @@ async def test_a_failed_request_gives_its_slot_back_too(flow, backends):
     backends.failure = RuntimeError("model down")
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(max_in_flight=1), [text()])
+    await flow.limits.settled()
     assert await flow.limits.in_flight("acme") == 0
     backends.failure = None
     await flow.moderate_many(caller(max_in_flight=1), [text()])

@@ -67,6 +67,41 @@ def test_authenticating_a_request_is_one_store_round_trip(api, monkeypatch):
     assert len(sent) == 1 and b"\r\nEVALSHA\r\n" in sent[0]
 
 
+def test_a_moderation_request_is_admitted_in_one_store_round_trip_before_its_model_call(api, backends, monkeypatch):
+    """Key, plan, profile, rate token, the first quota unit and the work slot: one command, then the model."""
+    headers = api.new_key()
+    assert api.moderate_text(headers).status_code == 200  # the first call may load the script
+    sent, send = [], AbstractConnection.send_packed_command
+    sent_before_the_model: list[int] = []
+
+    async def recording_send(self, command, check_health=True):
+        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        await send(self, command, check_health)
+
+    scored = backends.score_text
+
+    async def noting_score_text(request):
+        sent_before_the_model.append(len(sent))
+        return await scored(request)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", recording_send)
+    monkeypatch.setattr(backends, "score_text", noting_score_text)
+    assert api.moderate_text(headers).status_code == 200
+    assert sent_before_the_model == [1] and b"\r\nEVALSHA\r\n" in sent[0] and b"\r\nadmit\r\n" in sent[0]
+
+
+def test_a_request_refused_after_its_admission_gives_back_its_unit_and_slot(api):
+    # One unit and one slot in all: a 400 or 403 that kept either would refuse the last request.
+    api.put_plan("one-at-a-time", scope="images", monthly_quota=1, rate_per_second=100, burst=100, max_in_flight=1)
+    headers = api.new_key(plan="one-at-a-time")
+    assert_error(api.client.post("/v1/moderate-text", headers=headers, content=b"{"), 403, "capability_required")
+    assert_error(api.moderate(headers, b"garbage"), 400, "invalid_image")
+    assert_error(api.moderate(headers, params={"threshold": "x"}), 400, "invalid_threshold")
+    openai_text = {"model": "omni-moderation-latest", "input": "hello"}
+    assert api.client.post("/v1/moderations", headers=headers, json=openai_text).status_code == 403
+    assert api.moderate(headers).status_code == 200
+
+
 def test_quota_exhaustion_is_402_and_reports_do_not_count(api, backends):
     api.put_plan("three", scope="both", monthly_quota=3, rate_per_second=100, burst=100)
     headers = api.new_key(plan="three", account="small-co")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 import pytest
 from redis.asyncio.connection import AbstractConnection
 
 from store import redis_keys
 from store.config import Authorized, ConfigStore, Unconfigured
+from store.quota import Limits, Taken, WorkSlot
 from policy.types import CategoryThresholds, Plan, Profile
 
 pytestmark = pytest.mark.anyio
@@ -169,3 +171,55 @@ async def test_authorizing_is_one_command_that_carries_the_hash_never_the_secret
     assert b"\r\nEVALSHA\r\n" in sent[0]
     assert secret.encode() not in sent[0]
     assert hashlib.sha256(secret.encode()).hexdigest().encode() in sent[0]
+
+
+async def _admitted(store: ConfigStore, limits: Limits, secret: str, slot_id: str):
+    return await store.authorize(secret, admission=limits.admission(slot_id, now=NOW))
+
+
+NOW = time.time()
+
+
+@pytest.mark.parametrize("case", ["admitted", "no_quota", "in_flight", "rate_limited"])
+async def test_admitting_takes_the_first_unit_and_slot_in_the_same_one_command(redis_client, monkeypatch, case):
+    quota = 0 if case == "no_quota" else 5
+    plan = Plan(name="starter", scope="both", monthly_quota=quota, rate_per_second=0.001,
+                burst=1 if case == "rate_limited" else 10, max_in_flight=1)  # fmt: skip
+    store, limits = await _configured_store(redis_client, plan), Limits(redis_client)
+    record, secret = await store.create_key("acme", "default", "starter")
+    await store.authorize("warm-up")  # the first call of a process may load the script first (NOSCRIPT)
+    if case in ("in_flight", "rate_limited"):
+        assert (await _admitted(store, limits, secret, "first")).taken is Taken.TAKEN
+    sent = _record_sent_commands(monkeypatch)
+    found = await _admitted(store, limits, secret, "second")
+    assert len(sent) == 1
+    expected = {"admitted": Taken.TAKEN, "no_quota": Taken.NO_QUOTA, "in_flight": Taken.TOO_MANY_IN_FLIGHT,
+                "rate_limited": None}[case]  # fmt: skip
+    assert found.taken is expected
+    used = await limits.quota_used("acme", now=NOW)
+    assert used == {"admitted": 1, "no_quota": 0, "in_flight": 1, "rate_limited": 1}[case]
+    slots = await redis_client.zrange(redis_keys.work_in_progress("acme"), 0, -1)
+    assert slots == {"admitted": ["second"], "no_quota": [], "in_flight": ["first"], "rate_limited": ["first"]}[case]
+
+
+async def test_an_admitting_step_gives_back_every_slot_released_before_it_whatever_its_account(redis_client):
+    store, limits = await _configured_store(redis_client), Limits(redis_client)
+    _, acme = await store.create_key("acme", "default", "starter")
+    _, globex = await store.create_key("globex", "default", "starter")
+    for secret, slot_id in ((acme, "a1"), (globex, "g1")):
+        assert (await _admitted(store, limits, secret, slot_id)).taken is Taken.TAKEN
+    limits.release_slot("acme", WorkSlot("a1", 32))
+    limits.release_slot("globex", WorkSlot("g1", 32))
+    # No await between the releases and the step: only the step can have given them back.
+    assert (await store.authorize("not a key", admission=limits.admission("x", now=NOW))) is None
+    assert await limits.in_flight("acme") == 0 and await limits.in_flight("globex") == 0
+
+
+async def test_a_plan_record_without_max_in_flight_is_admitted_apart(redis_client):
+    # A plan written before max_in_flight existed: the step takes nothing and says so; the flow takes it instead.
+    store, limits = await _configured_store(redis_client), Limits(redis_client)
+    _, secret = await store.create_key("acme", "default", "starter")
+    await redis_client.set(redis_keys.plan("starter"), _plan().model_dump_json(exclude={"max_in_flight"}))
+    found = await _admitted(store, limits, secret, "s")
+    assert isinstance(found, Authorized) and found.taken is None and found.plan.max_in_flight == 32
+    assert await limits.quota_used("acme", now=NOW) == 0

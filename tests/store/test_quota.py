@@ -117,3 +117,41 @@ async def test_a_slot_whose_lease_ended_frees_itself_and_the_set_expires(redis_c
     await redis_client.zadd(key, {"slot-0": time.time() - 1})  # its lease ended
     assert await limits.in_flight("acme") == 0
     assert await limits.take("acme", 10, JAN_LAST_SECOND, 1, slot(1, max_in_flight=1)) is Taken.TAKEN
+
+
+async def test_a_released_slot_is_given_back_by_the_accounts_next_take_before_any_background_step(redis_client):
+    # A client that sends its next request the moment the last one answered never finds that one still in flight.
+    limits = Limits(redis_client)
+    assert await limits.take("acme", 10, JAN_LAST_SECOND, 1, slot(0, max_in_flight=1)) is Taken.TAKEN
+    limits.release_slot("acme", slot(0, max_in_flight=1))
+    # No await in between: the background step has not run, so only the take itself can have given it back.
+    assert await limits.take("acme", 10, JAN_LAST_SECOND, 1, slot(1, max_in_flight=1)) is Taken.TAKEN
+    assert await redis_client.zrange(redis_keys.work_in_progress("acme"), 0, -1) == ["slot-1"]
+
+
+async def test_released_slots_of_several_accounts_go_back_together_without_a_take(redis_client):
+    limits = Limits(redis_client)
+    for account in ("acme", "globex"):
+        for n in range(3):
+            assert await limits.take(account, 10, JAN_LAST_SECOND, 1, slot(n, max_in_flight=3)) is Taken.TAKEN
+    for account in ("acme", "globex"):
+        for n in range(3):
+            limits.release_slot(account, slot(n, max_in_flight=3))
+    await limits.settled()
+    assert await limits.in_flight("acme") == 0 and await limits.in_flight("globex") == 0
+
+
+async def test_released_slots_a_failed_take_carried_are_given_back_later(redis_client):
+    limits = Limits(redis_client)
+    assert await limits.take("acme", 10, JAN_LAST_SECOND, 1, slot(0)) is Taken.TAKEN
+    limits.release_slot("acme", slot(0))
+
+    async def store_gone(**_):
+        raise ConnectionError("the store went away before the script ran")
+
+    working_take, limits._take_quota = limits._take_quota, store_gone
+    with pytest.raises(ConnectionError):
+        await limits.take("acme", 10, JAN_LAST_SECOND, 1, slot(1))
+    limits._take_quota = working_take
+    await limits.settled()
+    assert await limits.in_flight("acme") == 0
