@@ -10,7 +10,8 @@ Recorded only from the Ray shells in `deployments/` (the layers below know no Ra
   - the ingress: requests by endpoint and status, and quota refusals (402) (`RequestMetrics`,
     an ASGI wrapper around the FastAPI app), and the latency of each call to a model or the
     policy as the ingress sees it (queueing and the Ray hop included; `deployments/handles.py`);
-  - the Policy: decisions by kind, decision and mode, and each category's own verdict;
+  - decisions by kind, decision and mode, and each category's own verdict, where they are made (the ingress, or
+    the Policy deployment with MODERATION_POLICY_HOP), added to Ray's counters once a second;
   - the model deployments: the latency of each batch through the model, and batch sizes;
   - the ingress's health check (serve_app/health.py, every few seconds): the store's used memory, its
     limit, and whether it is past the alert threshold (`record_store_memory`; docs/operating.md).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache, wraps
@@ -103,7 +105,7 @@ def metrics() -> _Metrics:
         ),
         decisions=Counter(
             "moderation_decisions",
-            description="Decisions of the Policy deployment, by content kind, decision and profile mode.",
+            description="Decisions, by content kind, decision and profile mode (counted where they are made).",
             tag_keys=("kind", "decision", "recommended", "mode"),
         ),
         category_verdicts=Counter(
@@ -160,12 +162,38 @@ def record_call(target: str, outcome: str, seconds: float) -> None:
     metrics().call_latency.observe(seconds * 1000, tags={"target": target, "outcome": outcome})
 
 
-@_never_fails
+# Decisions are counted in process and added to their Ray counters once a second (or at once where no event loop
+# runs): a decision moves one counter per enabled category, a batch of 100 texts hundreds, and each Ray `inc`
+# costs tens of microseconds on the ingress's event loop, which decides since the Policy hop left the path.
+DECISION_FLUSH_S = 1.0
+_decision_counts: Counter = Counter()  # (metric name, tags as sorted items) -> count not yet added
+_decision_flush: list[asyncio.TimerHandle] = []  # the one flush scheduled, if any
+
+
 def record_decision(kind: str, decision: str, recommended: str, mode: str, verdicts: dict[str, str]) -> None:
-    m = metrics()
-    m.decisions.inc(tags={"kind": kind, "decision": decision, "recommended": recommended, "mode": mode})
+    _decision_counts[("decisions", (("decision", decision), ("kind", kind), ("mode", mode),
+                                    ("recommended", recommended)))] += 1  # fmt: skip
     for category, verdict in verdicts.items():
-        m.category_verdicts.inc(tags={"kind": kind, "category": category, "verdict": verdict, "mode": mode})
+        _decision_counts[("category_verdicts", (("category", category), ("kind", kind), ("mode", mode),
+                                                ("verdict", verdict)))] += 1  # fmt: skip
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # a thread with no event loop (the Policy deployment's sync method): count now
+        flush_decision_counts()
+        return
+    if not _decision_flush:
+        _decision_flush.append(loop.call_later(DECISION_FLUSH_S, flush_decision_counts))
+
+
+@_never_fails
+def flush_decision_counts() -> None:
+    """Add the decisions counted so far to their Ray counters."""
+    _decision_flush.clear()
+    counts = dict(_decision_counts)
+    _decision_counts.clear()
+    m = metrics()
+    for (name, tags), count in counts.items():
+        getattr(m, name).inc(count, tags=dict(tags))
 
 
 def endpoint_of(scope: Scope) -> str:

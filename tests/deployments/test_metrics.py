@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 import httpx
@@ -98,6 +99,26 @@ def test_the_policy_records_each_enabled_categorys_own_verdict():
     scores = {"nsfw": 0.9, "weapon": 0.6, "violence": 0.99}
     assert decide(scores, profile, "image").verdicts == {"nsfw": "block", "weapon": "review"}
     assert decide(scores, profile, "image", 0.95).verdicts == {"nsfw": "allow", "weapon": "allow"}
+
+
+@pytest.mark.anyio
+async def test_decisions_are_counted_together_once_a_second_on_an_event_loop(recorded, monkeypatch):
+    monkeypatch.setattr(metrics, "DECISION_FLUSH_S", 0.05)
+    for _ in range(3):
+        metrics.record_decision("text", "review", "review", "enforce", {"toxic": "review", "threat": "allow"})
+    assert not recorded.decisions.seen  # counted in process, not yet added
+    await asyncio.sleep(0.2)
+    decided = (("decision", "review"), ("kind", "text"), ("mode", "enforce"), ("recommended", "review"))
+    assert recorded.decisions.seen == {decided: 3}
+    assert recorded.category_verdicts.seen == {
+        (("category", "toxic"), ("kind", "text"), ("mode", "enforce"), ("verdict", "review")): 3,
+        (("category", "threat"), ("kind", "text"), ("mode", "enforce"), ("verdict", "allow")): 3,
+    }
+
+
+def test_without_an_event_loop_a_decision_is_counted_at_once(recorded):
+    metrics.record_decision("image", "allow", "allow", "monitor", {"nsfw": "allow"})
+    assert sum(recorded.decisions.seen.values()) == 1 and sum(recorded.category_verdicts.seen.values()) == 1
 
 
 def test_the_store_memory_watch_is_three_gauges(recorded):
