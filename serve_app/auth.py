@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from fastapi import Request
 
 from moderation.errors import QuotaExceeded, TooManyInFlight
-from policy.types import ContentKind
 from moderation.flow import Caller, FirstUnit, first_unit_held, give_back_first_unit, new_slot_id
+from policy.types import ContentKind
 from store.config import Authorized, Unconfigured
 from store.quota import Admission, Taken, WorkSlot
 from serve_app.errors import RateLimited, StoreUnavailable, Unauthorized
@@ -60,8 +60,8 @@ def _key_param(request: Request) -> str | None:
 
 async def _caller(request: Request, secret: str | None, *, admit: str | None = None) -> Caller:
     # One Redis round trip for the key, its plan and profile and the rate token (and, with `admit`, the first unit
-    # and slot for that kind of content, "" for either). They are read fresh on every request, never cached here, so admin changes and revokes hold from the
-    # next request.
+    # and slot for that kind of content, "" for either). They are read fresh on every request, never cached here,
+    # so admin changes and revokes hold from the next request.
     if not secret:
         raise Unauthorized()
     limits = services(request).limits
@@ -98,5 +98,6 @@ def _first_unit(found: Authorized | Unconfigured, admission: Admission | None) -
     record it could not read the numbers of: the flow then takes them itself)."""
     if admission is None or found.taken is not Taken.TAKEN:
         return None
+    # The slot's cap mattered only to the step that took it; an unreadable plan's slot is only ever given back.
     max_in_flight = found.plan.max_in_flight if isinstance(found, Authorized) else 1
     return FirstUnit(admission.charged_at, WorkSlot(admission.slot_id, max_in_flight))

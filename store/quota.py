@@ -100,9 +100,6 @@ class Limits:
                 self._start_releasing()
             raise
 
-    async def give_back_slot(self, account: str, slot: WorkSlot) -> None:
-        await self._redis.zrem(redis_keys.work_in_progress(account), slot.slot_id)
-
     def admission(self, slot_id: str, kind: str = "", now: float | None = None) -> Admission:
         """What a request's authorizing step needs to admit it as well; it carries every slot released so far, and
         `not_admitted` must follow should the step never run."""

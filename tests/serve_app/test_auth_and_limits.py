@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import time
+from datetime import datetime, timezone
+
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -49,6 +53,24 @@ def test_a_key_whose_plan_or_profile_is_gone_is_503_and_takes_no_rate_token(api,
         assert list(store.scan_iter(match=redis_keys.RATE_BUCKET_PREFIX + "*")) == []
     assert_error(response, 503, "store_unavailable")
     assert "(doomed, doomed)" in response.json()["error"]["message"]
+
+
+def test_a_plan_the_store_reads_but_the_service_cannot_gives_back_what_admission_took(api, redis_url):
+    # The admitting script reads the plan's numbers; the service then refuses its record (an unknown scope): 503,
+    # and the unit and slot the script took go back.
+    api.put_plan("garbled", scope="both", monthly_quota=100, rate_per_second=100, burst=100, max_in_flight=1)
+    headers = api.new_key(plan="garbled", account="garbled-co")
+    with redis.Redis.from_url(redis_url) as store:
+        record = json.loads(store.get(redis_keys.plan("garbled")))
+        store.set(redis_keys.plan("garbled"), json.dumps({**record, "scope": "everything"}))
+        response = api.client.post("/v1/moderations", headers=headers, json={"input": "hello"})
+        assert_error(response, 503, "store_unavailable")
+        month = datetime.now(timezone.utc).strftime("%Y-%m")
+        assert int(store.get(redis_keys.quota("garbled-co", month)) or 0) == 0
+        deadline = time.monotonic() + 5  # the slot goes back in the background
+        while store.zcard(redis_keys.work_in_progress("garbled-co")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.zcard(redis_keys.work_in_progress("garbled-co")) == 0
 
 
 def test_authenticating_a_request_is_one_store_round_trip(api, monkeypatch):

@@ -92,7 +92,8 @@ async def test_an_account_holds_at_most_max_in_flight_slots_and_a_refused_take_c
     assert taken == [Taken.TAKEN, Taken.TAKEN, Taken.TOO_MANY_IN_FLIGHT]
     assert await limits.quota_used("acme", now=JAN_LAST_SECOND) == 2 and await limits.in_flight("acme") == 2
     assert await limits.take("other", 10, JAN_LAST_SECOND, 1, slot(9)) is Taken.TAKEN  # per account
-    await limits.give_back_slot("acme", slot(0))
+    limits.release_slot("acme", slot(0))
+    await limits.settled()
     assert await limits.take("acme", 10, JAN_LAST_SECOND, 1, slot(3)) is Taken.TAKEN
 
 
