@@ -142,7 +142,10 @@ class TextToxicityModel:
         """Per text, the worst window's score per category, before calibration (training fits on these)."""
         windows_per_text = [split_windows(text, self.window_chars) for text in texts]
         flat = [window for windows in windows_per_text for window in windows]
-        window_scores = self.score_windows(flat)
+        return self.worst_per_text(self.score_windows(flat), windows_per_text)
+
+    def worst_per_text(self, window_scores: np.ndarray, windows_per_text: list[list[str]]) -> list[dict[str, float]]:
+        """Per text, the highest score of its windows (rows of `window_scores`, in order) in each category."""
         results, start = [], 0
         for windows in windows_per_text:
             scores = window_scores[start:start + len(windows)]

