@@ -52,13 +52,15 @@ bench: install
 # The opt-in EmbeddingGemma blend (docs/text-model.md, "EmbeddingGemma"): fetches the weights (1.15 GB, every hash
 # pinned, under Google's Gemma Terms of Use), checks them against Google's model card and exports them to int8 ONNX,
 # once, into MODERATION_GEMMA_DIR (default .data/embeddinggemma). `compare-encoders` refits the blend and measures it
-# against the served model on the real comments of MODERATION_TEXT_DATA_DIR.
+# against the served model on the real comments of MODERATION_TEXT_DATA_DIR, then measures both out of source
+# (training/loso_encoders.py: leave-one-source-out, every share of the blend).
 gemma: install
 	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements-gemma.lock
 	$(BIN)/python -m training.embeddinggemma_setup
 
 compare-encoders: gemma
 	$(BIN)/python -m training.compare_encoders
+	$(BIN)/python -m training.loso_encoders
 	$(BIN)/python -m training.eval_text
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
