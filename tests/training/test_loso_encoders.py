@@ -64,3 +64,17 @@ def test_the_committed_candidate_figures_are_in_the_model_card():
     best = str(float(candidates["best_share"]))
     assert f"**{candidates['blend_best']['macro_languages']:.3f}**" in card
     assert candidates["macro_languages"][best] == max(candidates["macro_languages"].values())
+
+
+def test_the_depth_figures_quoted_in_the_docs_are_the_committed_reports():
+    from training.gemma_depth import REPORT
+
+    report = json.loads(REPORT.read_text(encoding="utf-8"))
+    doc = (loso.REPORT.parents[3] / "docs" / "text-model.md").read_text(encoding="utf-8")
+    doc = " ".join(doc.split())
+    candidates = report["candidates"]
+    assert f"served encoder scores {report['served_encoder']['macro_languages']:.3f}" in doc
+    assert f"full blend {candidates['full int8 (24 layers)']['blend']:.3f}" in doc
+    for depth in (2, 4, 6, 8, 12):
+        assert f"{candidates[f'first {depth} layers']['blend']:.3f} ({depth}" in doc or \
+            f"{candidates[f'first {depth} layers']['blend']:.3f} (k = {depth})" in doc
