@@ -22,9 +22,8 @@ import time
 
 import numpy as np
 
-from models import language_id
 from models.embeddinggemma import CLASSIFICATION_PROMPT, MAX_TOKENS, gemma_dir
-from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, split_windows
+from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
 from training import loso, loso_encoders
 from training.text_data import REPO_ROOT, load_comments
 
@@ -45,17 +44,12 @@ def main() -> None:
     started = time.time()
     model = TextToxicityModel.load(threads=args.threads)
     rows = loso_encoders.sample_rows(load_comments(), args.train_rows_per_dataset, args.scored_rows_per_dataset)
-    train = [c for c in rows if c.split == "train"]
-    scored = [c for c in rows if c.split != "train"]
-    first_texts = [loso._first_window(c.text, model.window_chars) for c in train]
-    windows = [split_windows(c.text, model.window_chars) or [""] for c in scored]
-    window_texts = [w for ws in windows for w in ws]
-    owner = np.repeat(np.arange(len(scored)), [len(w) for w in windows])
-    served = (loso._cached(model, first_texts, "first"), loso._cached(model, window_texts, "windows"))
-    int8 = embed(first_texts + window_texts, args.threads)
-    full = (np.stack([int8[t] for t in first_texts]), np.stack([int8[t] for t in window_texts]))
-    by_depth = hidden_states(first_texts + window_texts, args.threads)
-    detected = [language_id.language_of(c.text) for c in scored]
+    sample = loso_encoders.Sample.of(model, rows)
+    train, scored, owner, served = sample.train, sample.scored, sample.owner, sample.served
+    texts = sample.first_texts + sample.window_texts
+    full = sample.features(embed(texts, args.threads))
+    by_depth = hidden_states(texts, args.threads)
+    detected = sample.detected()
     candidates = {"full int8 (24 layers)": full}
     for depth in DEPTHS:
         x = by_depth[depth]

@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -51,26 +52,17 @@ def main() -> None:
     model = TextToxicityModel.load(threads=args.workers)
     comments = load_comments()
     started = time.time()
-    rows = sample_rows(comments, args.train_rows_per_dataset, args.scored_rows_per_dataset)
-    train = [c for c in rows if c.split == "train"]
-    scored = [c for c in rows if c.split != "train"]
-    first_texts = [loso._first_window(c.text, model.window_chars) for c in train]
-    windows = [split_windows(c.text, model.window_chars) or [""] for c in scored]
-    window_texts = [w for ws in windows for w in ws]
-    owner = np.repeat(np.arange(len(scored)), [len(w) for w in windows])
-    served_first = loso._cached(model, first_texts, "first")
-    served_windows = loso._cached(model, window_texts, "windows")
+    sample = Sample.of(model, sample_rows(comments, args.train_rows_per_dataset, args.scored_rows_per_dataset))
+    train, scored = sample.train, sample.scored
     vectors = {}
-    texts = sorted(set(first_texts + window_texts))
+    texts = sorted(set(sample.first_texts + sample.window_texts))
     for start in range(0, len(texts), EMBED_CHUNK):  # the cache is saved after each chunk: a stop loses one
         vectors.update(embed(texts[start:start + EMBED_CHUNK], args.workers))
-    gemma_first = np.stack([vectors[t] for t in first_texts])
-    gemma_windows = np.stack([vectors[t] for t in window_texts])
+    gemma = sample.features(vectors)
     del vectors
-    print(f"features of {len(train)} train rows and {len(window_texts)} windows in {time.time() - started:.0f} s")
-    detected = [language_id.language_of(c.text) for c in scored]
-    held = leave_each_out(train, scored, owner, detected, {"served": (served_first, served_windows),
-                                                           "gemma": (gemma_first, gemma_windows)})
+    print(f"features of {len(train)} train rows and {len(sample.window_texts)} windows in "
+          f"{time.time() - started:.0f} s")
+    held = leave_each_out(train, scored, sample.owner, sample.detected(), {"served": sample.served, "gemma": gemma})
     shares = {str(share): loso._summary(scored, held[share]) for share in SHARES}
     best = max(shares, key=lambda s: shares[s]["macro_languages"])
     report = json.loads(loso.REPORT.read_text(encoding="utf-8"))
@@ -87,6 +79,37 @@ def main() -> None:
         "seconds": round(time.time() - started)}
     loso.REPORT.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report["candidate_encoders"]["macro_languages"]), "best share", best)
+
+
+@dataclass
+class Sample:
+    """Rows cut as training/loso.py cuts them: the first window of each train row, every window of each scored
+    (dev or test) row, `owner` mapping a window to its scored row; `served` the served encoder's features."""
+
+    train: list
+    scored: list
+    first_texts: list[str]
+    window_texts: list[str]
+    owner: np.ndarray
+    served: tuple[np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, model: TextToxicityModel, rows: list) -> "Sample":
+        train = [c for c in rows if c.split == "train"]
+        scored = [c for c in rows if c.split != "train"]
+        first_texts = [loso._first_window(c.text, model.window_chars) for c in train]
+        windows = [split_windows(c.text, model.window_chars) or [""] for c in scored]
+        window_texts = [w for ws in windows for w in ws]
+        owner = np.repeat(np.arange(len(scored)), [len(w) for w in windows])
+        served = (loso._cached(model, first_texts, "first"), loso._cached(model, window_texts, "windows"))
+        return cls(train, scored, first_texts, window_texts, owner, served)
+
+    def features(self, vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(first windows of train, every scored window) from a text -> vector mapping."""
+        return (np.stack([vectors[t] for t in self.first_texts]), np.stack([vectors[t] for t in self.window_texts]))
+
+    def detected(self) -> list[str | None]:
+        return [language_id.language_of(c.text) for c in self.scored]
 
 
 def sample_rows(comments, train_per_dataset: int, scored_per_dataset: int) -> list:
