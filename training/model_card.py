@@ -399,7 +399,7 @@ texts a second per core here: at most {candidates['rows_per_dataset']['train']} 
 int8 export, frozen, the first 128 tokens of each window), each head's logits are z-scored on the other datasets'
 dev windows and mixed as the opt-in blend mixes them: share x served encoder + (1 - share) x Gemma. The served
 encoder's column is the table above's recipe on this sample; a language pools its datasets in the sample's
-proportions (500 rows at most each), so its figure differs from the table above where its datasets differ in size
+proportions ({candidates['rows_per_dataset']['scored']} rows at most each), so its figure differs from the table above where its datasets differ in size
 (English most). The served encoder was fine-tuned on most of these datasets, so its column is an upper bound
 except on the datasets it never trained on; Gemma's is clean everywhere. Toxic ROC AUC per language; recall /
 benign flagged at the per-language review thresholds of the other datasets' dev rows:
