@@ -16,8 +16,8 @@ learn, at its own cost:
 3. Measure the student by the candidate-encoder recipe (`training.loso_encoders`: same sample, same heads, same
    thresholds): leave-one-source-out, alone and blended with Gemma, beside the served encoder.
 
-    make gemma                     # once: the Gemma export and its cache
-    python -m training.distil      # about an hour an epoch on two CPU cores
+    make compare-encoders          # once: the Gemma export, and its embedding cache filled
+    python -m training.distil      # a run: about 30 minutes of training and 5 of measuring on one core
 
 Writes the student checkpoint to `.data/distil/<name>.pt` (not served: promoting it is a training run of its own,
 with thresholds, side heads and calibration refitted) and its figures to `models/weights/text/distil-report.json`
@@ -30,16 +30,15 @@ import argparse
 import json
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from models.embeddinggemma import gemma_dir
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, build_classifier, split_windows
 from models.universal_sentence_encoder import load_tokenizer, tokenize
 from training import loso, loso_encoders
-from models.embeddinggemma import gemma_dir
 from training.compare_encoders import CACHE_FILE, text_key
 from training.finetune import language_weights, masked_bce, to_padded
 from training.text_data import REPO_ROOT, load_comments
@@ -67,7 +66,7 @@ def main() -> None:
     log = lambda msg: print(f"[{time.time() - started:6.0f} s] {msg}", flush=True)
 
     served = TextToxicityModel.load(calibrated=False, side_heads=False)
-    rows = training_rows(load_comments(splits=("train",)), served.window_chars, cached_gemma_keys())
+    rows = training_rows(load_comments(splits=("train",)), served.window_chars, cached_gemma_embeddings())
     if args.limit:
         rows = rows[:: max(1, len(rows) // args.limit)][: args.limit]
     log(f"{len(rows)} training windows, {sum(r['target'] is not None for r in rows)} with a Gemma target")
@@ -92,7 +91,7 @@ def main() -> None:
     log(json.dumps({k: figures[k] for k in ("served", "student", "student_blend")}))
 
 
-def cached_gemma_keys() -> dict[str, np.ndarray]:
+def cached_gemma_embeddings() -> dict[str, np.ndarray]:
     with np.load(gemma_dir() / CACHE_FILE) as stored:
         return dict(zip(stored["keys"].tolist(), stored["embeddings"]))
 
@@ -172,7 +171,7 @@ def measure(student_model, served_model, log) -> dict:
     rows = loso_encoders.sample_rows(comments, loso_encoders.TRAIN_ROWS_PER_DATASET,
                                      loso_encoders.SCORED_ROWS_PER_DATASET)
     sample = loso_encoders.Sample.of(served_model, rows)
-    gemma_cache = cached_gemma_keys()
+    gemma_cache = cached_gemma_embeddings()
     vectors = {t: gemma_cache[text_key(t)].astype(np.float32) for t in set(sample.first_texts + sample.window_texts)}
     gemma = sample.features(vectors)
     student = (student_model.embed_windows(sample.first_texts), student_model.embed_windows(sample.window_texts))
