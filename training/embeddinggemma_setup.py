@@ -172,7 +172,8 @@ def export(directory: Path) -> None:
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 
-    model = MeanPooled(AutoModel.from_pretrained(str(directory), dtype=torch.float32).eval())
+    # eval() on the wrapper too: the exporter warns about (and would trace) a module left in training mode.
+    model = MeanPooled(AutoModel.from_pretrained(str(directory), dtype=torch.float32)).eval()
     ids = torch.tensor([[2, 8071, 236787, 15241, 1109, 7609, 236787, 29104, 1], [2, 8071, 236787, 1, 0, 0, 0, 0, 0]])
     mask = (ids != 0).long()
     batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens")
