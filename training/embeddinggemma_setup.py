@@ -218,13 +218,12 @@ def main(argv: list[str] | None = None) -> None:
             copy_local(args.source, staging) if args.source else fetch(staging)
             export(staging)
             check_model_card(staging)
-            (staging / NOTICE_FILE).write_text(GEMMA_NOTICE + "\n", encoding="utf-8")
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         shutil.rmtree(directory, ignore_errors=True)
         staging.rename(directory)
-    if not (directory / NOTICE_FILE).exists():  # a folder set up before the notice was written
+    if not (directory / NOTICE_FILE).exists():  # a fresh folder, or one set up before the notice was written
         (directory / NOTICE_FILE).write_text(GEMMA_NOTICE + "\n", encoding="utf-8")
     print(f"EmbeddingGemma in {directory}: {check_model_card(directory)}")
 
