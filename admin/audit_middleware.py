@@ -1,4 +1,4 @@
-"""Writes the admin audit log (store/audit_log.py): one entry per admin change and per refused admin token.
+"""Writes the admin audit log (store/people/audit_log.py): one entry per admin change and per refused admin token.
 
 An ASGI middleware of the admin app. It reads only the request's method, its matched route template, the route's
 path parameters, the client address and the status answered: never headers, query or bodies, so neither the admin
@@ -20,7 +20,8 @@ import logging
 from redis.exceptions import RedisError
 
 from serve_app.response_start import NotingSend
-from store.audit_log import ACCOUNT_STATE, ACTOR_STATE, SKIP_STATE, TARGET_STATE, AuditLog
+from store.people.audit_log import AuditLog
+from serve_app.audit_names import ACCOUNT_STATE, ACTOR_STATE, SKIP_STATE, TARGET_STATE
 
 log = logging.getLogger("moderation.admin.audit")
 

@@ -8,7 +8,7 @@ wrong tokens answer 429 with Retry-After instead of 401: a script that honours R
 --retry) backs off, and the noise stays in its own bucket. What this cannot do is stop a guesser that ignores
 Retry-After from telling right from wrong: serving the right token always means answering it. Guessing is stopped
 by the token's size (at least 32 characters, refused at start otherwise: runtime/settings.py), and every refused
-token is in the audit log (store/audit_log.py).
+token is in the audit log (store/people/audit_log.py).
 
 The count is per process, which is exact here: one admin listener serves the admin API. At most `max_sources`
 sources are tracked; past it the one seen longest ago is forgotten, so memory is bounded whatever the addresses.
@@ -22,7 +22,7 @@ from collections import OrderedDict, deque
 
 from fastapi import Request
 
-from store.audit_log import ACTOR_STATE
+from serve_app.audit_names import ACTOR_STATE
 from serve_app.auth import bearer_token
 from serve_app.errors import RateLimited, Unauthorized
 

@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from admin.guard import require_admin
 from serve_app.auth import services
-from store.review_stats import QueueStats
+from store.review.stats import QueueStats
 
 router = APIRouter(include_in_schema=False)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

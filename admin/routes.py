@@ -14,12 +14,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from store.audit_log import AuditPage
+from store.people.audit_log import AuditPage
 from store.score_suggestions import Suggestion
-from store.quota import month_of
+from store.keys.quota import month_of
 from policy.names import NAME_PATTERN, STREAM_ID_PATTERN
 from policy.types import ApiKey, Plan, Profile, ReviewItem, ReviewStatus
-from store.audit_log import ACCOUNT_STATE, TARGET_STATE
+from serve_app.audit_names import ACCOUNT_STATE, TARGET_STATE
 from admin.guard import require_admin
 from serve_app.auth import services
 from serve_app.errors import InvalidRequest, NoSuchReviewItem, NotFound, found
@@ -119,7 +119,7 @@ async def revoke_key(key_id: str, request: Request) -> Response:
 async def account_usage(account: str, request: Request) -> Usage:
     """Quota units the account has used this calendar month (UTC)."""
     now = time.time()  # one clock for both, or the two could straddle a month boundary
-    used = await services(request).limits.quota_used(account, now)
+    used = await services(request).quota.quota_used(account, now)
     return Usage(account=account, month=month_of(now)[0], used=used)
 
 

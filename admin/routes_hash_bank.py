@@ -1,6 +1,6 @@
 """The admin API's hash bank routes: an account's PDQ hashes of rejected images, their removal, import and export.
 
-On the admin listener only, behind the admin token. The CSV is HMA's (store/hash_bank_csv.py); docs/hash-bank.md
+On the admin listener only, behind the admin token. The CSV is HMA's (store/hash_bank/csv_format.py); docs/hash-bank.md
 describes the matching.
 """
 
@@ -11,8 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel
 
-from store.hash_bank import BankEntry
-from store.hash_bank_csv import hashes_of_csv, to_csv
+from store.hash_bank.bank import BankEntry
+from store.hash_bank.csv_format import hashes_of_csv, to_csv
 from admin.guard import require_admin
 from serve_app.auth import services
 from serve_app.errors import ErrorKind, InvalidRequest, NotFound

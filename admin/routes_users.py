@@ -1,10 +1,10 @@
 """The admin API's dashboard users (`/admin/v1/users`): how the first operator of an install is made, by the CLI
 (`moderation-admin users create`) with the admin token. Operators then manage users in the dashboard as well.
-`PATCH /users/{name}` sets a user's role or the accounts a moderator works on (store/users.py); a new role ends the
+`PATCH /users/{name}` sets a user's role or the accounts a moderator works on (store/people/users.py); a new role ends the
 user's sessions.
 
 A password goes in the request body only (the audit log never reads bodies) and is stored as a scrypt hash
-(store/users.py); no answer ever carries it or its hash.
+(store/people/users.py); no answer ever carries it or its hash.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from policy.names import NAME_PATTERN
-from store.users import InvalidAccounts, InvalidPassword, Role, User, UserExists, UserStore
-from store.audit_log import TARGET_STATE
+from store.people.users import InvalidAccounts, InvalidPassword, Role, User, UserExists, UserStore
+from serve_app.audit_names import TARGET_STATE
 from admin.guard import require_admin
 from serve_app.auth import services
 from serve_app.errors import InvalidRequest, NotFound, found

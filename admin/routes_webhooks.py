@@ -11,10 +11,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from store.outbox import LoggedAttempt
+from store.webhooks.outbox import LoggedAttempt
 from webhooks.url_guard import MAX_URL_CHARS
-from store.webhook_endpoints import EVENT_TYPES, EventType, WebhookEndpoint
-from store.audit_log import TARGET_STATE
+from store.webhooks.endpoints import EVENT_TYPES, EventType, WebhookEndpoint
+from serve_app.audit_names import TARGET_STATE
 from admin.guard import require_admin
 from serve_app.auth import services
 from serve_app.errors import NotFound, found

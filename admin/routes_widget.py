@@ -14,7 +14,7 @@ from admin.guard import require_admin
 from policy.widget_tokens import MAX_ORIGINS_PER_KEY, InvalidOrigin, normal_origins
 from serve_app.auth import services
 from serve_app.errors import InvalidRequest, NotFound
-from store.quota import month_of
+from store.keys.quota import month_of
 
 router = APIRouter(prefix="/admin/v1", dependencies=[Depends(require_admin)])
 

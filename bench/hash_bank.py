@@ -2,7 +2,7 @@
 
     python -m bench.hash_bank        # about 30 s; `make bench` runs it too and puts its tables in docs/benchmarks.md
 
-Matching: `store.hash_bank.PackedBank.nearest` (a brute-force XOR + popcount scan of packed uint64 words) on banks of
+Matching: `moderation.hash_matching.PackedBank.nearest` (a brute-force XOR + popcount scan of packed uint64 words) on banks of
 random 256-bit hashes, median of `QUERIES` queries, one thread (as in a replica). Memory: the replica's arrays per
 million hashes, and the store's bytes per hash (a bank of `STORE_SAMPLE` written to a scratch embedded store, its
 used memory before and after). Robustness: every bench photo (scikit-image) as a 90% JPEG against edits of it, the
@@ -23,7 +23,8 @@ from PIL import Image, ImageOps
 
 from bench.inputs import PHOTOS, photo_jpegs
 from models.pdq import hamming_distance, pdq_of_image
-from store.hash_bank import BankEntry, HashBankRules, PackedBank
+from moderation.hash_matching import HashBankRules, PackedBank
+from store.hash_bank.bank import BankEntry
 
 BANK_SIZES = (1_000, 100_000, 1_000_000)
 QUERIES = 50
@@ -64,7 +65,7 @@ def measure_store(results: HashBankResults, rng: np.random.Generator) -> None:
     import redis
     import redis.asyncio
 
-    from store.hash_bank import HashBank
+    from store.hash_bank.bank import HashBank
     from runtime.embedded_store import EmbeddedStore
 
     with tempfile.TemporaryDirectory(prefix="bench-bank-") as workdir, EmbeddedStore(Path(workdir)) as store:

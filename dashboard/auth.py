@@ -1,6 +1,6 @@
 """Who is signed in to the dashboard: the session cookie, the user behind it, the user's role.
 
-The cookie holds only a random token (the store keeps its SHA-256, store/sessions.py); it is HttpOnly (no script
+The cookie holds only a random token (the store keeps its SHA-256, store/people/sessions.py); it is HttpOnly (no script
 reads it), SameSite=Strict (no other site's page sends it) and Secure whenever the dashboard is reached over TLS
 (directly, or behind a proxy that says so in X-Forwarded-Proto). Every state change also needs the session's CSRF
 token in its form (dashboard/forms.py).
@@ -15,9 +15,9 @@ from starlette.responses import Response
 
 from dashboard.errors import LoginRequired, PageError
 from dashboard.stores import DashboardStores
-from store.sessions import Session
-from store.users import User
-from store.audit_log import ACTOR_STATE
+from store.people.sessions import Session
+from store.people.users import User
+from serve_app.audit_names import ACTOR_STATE
 
 COOKIE = "moderation_session"
 PATH = "/dashboard"

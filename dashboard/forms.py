@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 from fastapi import Request
 
 from dashboard.errors import PageError
-from store.sessions import Session
+from store.people.sessions import Session
 
 MAX_FORM_BYTES = 64 * 1024
 CSRF_FIELD = "csrf_token"

@@ -17,9 +17,9 @@ from dashboard.auth import PATH, Viewer, operator
 from dashboard.errors import PageError
 from dashboard.forms import Form, checked_form
 from dashboard.pages import render
-from store.config_listing import list_live_keys, list_plans, list_profiles
+from store.keys.listing import list_live_keys, list_plans, list_profiles
 from policy.types import BETA_CATEGORIES, IMAGE_CATEGORIES, PRIMARY_CATEGORIES, TEXT_CATEGORIES, Plan, Profile
-from store.audit_log import TARGET_STATE
+from serve_app.audit_names import TARGET_STATE
 from serve_app.auth import services
 from policy.names import NAME_PATTERN
 

@@ -12,10 +12,10 @@ from dashboard.auth import PATH, Viewer, actor, operator, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.pages import render
 from store import redis_keys
-from store.config_listing import list_live_keys
-from store.quota import month_of
-from store.rate_refusals import RateRefusals
-from store.review_queue import day_of
+from store.keys.listing import list_live_keys
+from store.keys.quota import month_of
+from store.keys.rate_limit import RateRefusals
+from store.review.queue import day_of
 from serve_app.auth import services
 from policy.names import STREAM_ID_PATTERN
 
@@ -36,7 +36,7 @@ async def accounts_page(request: Request, viewer: Viewer = Depends(operator)) ->
     for account in accounts:
         reports = await svc.redis.get(redis_keys.reports_on_day(account, day))
         rows.append({
-            "account": account, "used": await svc.limits.quota_used(account, now),
+            "account": account, "used": await svc.quota.quota_used(account, now),
             "rate_refusals": await refusals.this_month(account, now), "reports_today": int(reports or 0),
             "pending": health.pending_by_account.get(account, 0),
             "feedback": await svc.feedback.list(account, limit=FEEDBACK_SHOWN) if svc.feedback else [],
@@ -46,7 +46,7 @@ async def accounts_page(request: Request, viewer: Viewer = Depends(operator)) ->
 
 @router.get("/audit")
 async def audit_page(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
-    """Every decision and operator action, newest first (store/audit_log.py). An operator sees every entry; a
+    """Every decision and operator action, newest first (store/people/audit_log.py). An operator sees every entry; a
     moderator sees the decisions on their accounts' items (so a decision's author is never a secret inside the team
     of an account) and their own actions, nothing of other accounts and no operator changes."""
     before = request.query_params.get("before") or None

@@ -1,7 +1,7 @@
 """Logging in and out (docs/dashboard.md, "Logging in").
 
 A login name is checked against the user-name rule first: a malformed or over-long one is refused (400) before any
-hash or store write. Then the two brakes of store/sessions.py: past the per-address limit of wrong passwords the
+hash or store write. Then the two brakes of store/people/sessions.py: past the per-address limit of wrong passwords the
 address's logins answer 429 until its window ends; past the per-name limit, the name answers 429 to addresses that
 have failed in their current window (a fresh address always may try). Only then is the password hashed.
 
@@ -24,8 +24,8 @@ from dashboard.auth import (
 from dashboard.errors import PageError
 from dashboard.forms import CSRF_FIELD, checked_form, read_page_form
 from dashboard.pages import render
-from store.audit_log import ACTOR_STATE, SKIP_STATE, TARGET_STATE
-from store.users import valid_login_name
+from serve_app.audit_names import ACTOR_STATE, SKIP_STATE, TARGET_STATE
+from store.people.users import valid_login_name
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 # Before there is a session, the login form's CSRF token is a double-submit cookie: another site's page can neither

@@ -1,6 +1,6 @@
 """Dashboard users: operators create one (moderator or operator) with a first password, change its role and the
 accounts a moderator works on, or delete one; everyone changes their own password. A new password, a new role and a
-deletion end every session the user had (store/users.py generation); new accounts apply at the user's next request.
+deletion end every session the user had (store/people/users.py generation); new accounts apply at the user's next request.
 
 The CLI does the same (`moderation-admin user-create`), for the first operator of an install. An operator cannot
 delete their own account here, so an install is never left without the operator who is using it.
@@ -18,8 +18,8 @@ from dashboard.errors import PageError
 from dashboard.forms import checked_form
 from dashboard.pages import render
 from policy.names import NAME_PATTERN
-from store.users import ROLES, InvalidAccounts, InvalidPassword, UserExists
-from store.audit_log import TARGET_STATE
+from store.people.users import ROLES, InvalidAccounts, InvalidPassword, UserExists
+from serve_app.audit_names import TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 

@@ -3,7 +3,7 @@
 
 Opening an item changes nothing (no state change on a GET: a page or preview another site controls cannot make a
 moderator's browser claim items). The item page's "Claim" button (a CSRF-checked POST) claims it for a few minutes
-(store/review_claims.py), and deciding claims it too, in the same request; an item another moderator holds is shown
+(store/review/claims.py), and deciding claims it too, in the same request; an item another moderator holds is shown
 without its decision buttons, and a decision posted for it anyway is refused (409). A decision is final
 (ReviewQueue.decide) and records who made it and why.
 
@@ -25,9 +25,9 @@ from dashboard.forms import checked_form
 from dashboard.pages import render
 from dashboard.reasons import REASONS, preselected
 from dashboard.review_view import score_rows
-from store.review_browse import QueueFilter
-from store.audit_log import ACCOUNT_STATE
-from store.review_queue import ReviewAlreadyDecided, ReviewItemNotFound
+from store.review.browse import QueueFilter
+from serve_app.audit_names import ACCOUNT_STATE
+from store.review.queue import ReviewAlreadyDecided, ReviewItemNotFound
 from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, ReviewItem
 from serve_app.auth import services
 

@@ -16,7 +16,7 @@ from dashboard.forms import checked_form
 from dashboard.pages import render
 from policy.widget_tokens import InvalidOrigin, normal_origins
 from serve_app.auth import services
-from store.quota import month_of
+from store.keys.quota import month_of
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from store.review_claims import Claims
-from store.review_stats import QueueStats
-from store.review_browse import ReviewBrowser
-from store.sessions import LoginThrottle, SessionStore
-from store.users import UserStore
+from store.review.claims import Claims
+from store.review.stats import QueueStats
+from store.review.browse import ReviewBrowser
+from store.people.sessions import LoginThrottle, SessionStore
+from store.people.users import UserStore
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from ray.serve.handle import DeploymentHandle
 from deployments.handles import ServeBackends
 from deployments.metrics import RequestMetrics, record_store_memory
 from moderation.admission import AdmissionRules
-from store.review_queue import ReviewRules
+from store.review.queue import ReviewRules
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
 from serve_app.deadlines import TimeLimits

@@ -33,7 +33,7 @@ class ScoredImage:
     format: str
     width: int
     height: int
-    pdq: PdqHash | None = None  # of the first decoded frame: what the hash bank matches (store/hash_bank.py)
+    pdq: PdqHash | None = None  # of the first decoded frame: what the hash bank matches (store/hash_bank/bank.py)
 
     @property
     def categories(self) -> dict[str, float]:

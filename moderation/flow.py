@@ -27,9 +27,9 @@ from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
 from moderation.limits import is_short_text_work
 from policy.decisions import Decision
-from store.hash_bank import BankMatch, HashBank
-from store.quota import Limits, Taken, WorkSlot
-from store.review_queue import ReviewQueue, ReviewQueueFull
+from moderation.hash_matching import BankMatch, BankMatcher
+from store.keys.quota import QuotaStore, Taken, WorkSlot
+from store.review.queue import ReviewQueue, ReviewQueueFull
 from policy.types import ApiKey, Plan, Profile
 
 log = logging.getLogger("moderation.flow")
@@ -83,12 +83,12 @@ class Moderated:
 
 class ModerationFlow:
     def __init__(
-        self, limits: Limits, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
-        hash_bank: HashBank | None = None, *, admission: ModelAdmission | None = None,
+        self, quota: QuotaStore, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
+        hash_matcher: BankMatcher | None = None, *, admission: ModelAdmission | None = None,
     ):
         """`admission`: each model's gate (moderation/admission.py); None lets every call through at once."""
-        self.limits, self.reviews, self.backends = limits, reviews, backends
-        self.inference_timeout_s, self.hash_bank, self.admission = inference_timeout_s, hash_bank, admission
+        self.quota, self.reviews, self.backends = quota, reviews, backends
+        self.inference_timeout_s, self.hash_matcher, self.admission = inference_timeout_s, hash_matcher, admission
 
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
@@ -96,7 +96,7 @@ class ModerationFlow:
         """One unit per item (two for a text with spans: `Item.units`), all or none; every item scored, then all
         decided in one Policy call; then a review queued per item decided `review`. Any failure gives every unit back
         and raises."""
-        async with _Charged(self.limits, caller, sum(item.units for item in items)):
+        async with _Charged(self.quota, caller, sum(item.units for item in items)):
             answers = await self._scored(caller, items)
             decisions = await self._call_model(
                 self.backends.decide_many(
@@ -107,7 +107,7 @@ class ModerationFlow:
                 "policy",
             )
             scored = [answer for answer, _ in answers]
-            decisions, matches = await hash_checked(self.hash_bank, caller.account, items, scored, decisions)
+            decisions, matches = await hash_checked(self.hash_matcher, caller.account, items, scored, decisions)
             return [
                 Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores,
                           match)  # fmt: skip
@@ -168,7 +168,7 @@ class ModerationFlow:
                 image_url=item.image_url,
                 scores=scored.categories,
                 model_version=scored.model_version,
-                pdq=bankable_hash(scored, self.hash_bank),  # kept so that a rejection banks it
+                pdq=bankable_hash(scored, self.hash_matcher),  # kept so that a rejection banks it
                 text=item.content.text if item.kind == "text" and caller.profile.keep_review_text else None,
                 profile=caller.profile.name,
             )
@@ -221,11 +221,11 @@ class _Charged:
     month they were taken from, even when the request straddled a month's end.
     """
 
-    def __init__(self, limits: Limits, caller: Caller, units: int = 1):
+    def __init__(self, quota: QuotaStore, caller: Caller, units: int = 1):
         # A caller whose first unit and slot were taken when it was admitted takes the rest only; both go back with
         # `first_unit_held` around the request.
         first = caller.first_unit
-        self.limits, self.caller = limits, caller
+        self.quota, self.caller = quota, caller
         self.units = units - 1 if first else units
         self.charged_at = first.charged_at if first else time.time()
         self.slot = None if first else WorkSlot(slot_id=new_slot_id(), max_in_flight=caller.plan.max_in_flight)
@@ -234,7 +234,7 @@ class _Charged:
         if self.units == 0:
             return self
         plan = self.caller.plan
-        taken = await self.limits.take(self.caller.account, plan.monthly_quota, self.charged_at, self.units, self.slot)
+        taken = await self.quota.take(self.caller.account, plan.monthly_quota, self.charged_at, self.units, self.slot)
         if taken is Taken.NO_QUOTA:
             raise QuotaExceeded()
         if taken is Taken.TOO_MANY_IN_FLIGHT:
@@ -243,9 +243,9 @@ class _Charged:
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
         if isinstance(exc, Exception) and self.units:
-            await _give_back_units(self.limits, self.caller.account, self.charged_at, self.units)
+            await _give_back_units(self.quota, self.caller.account, self.charged_at, self.units)
         if self.slot is not None:
-            self.limits.release_slot(self.caller.account, self.slot)
+            self.quota.release_slot(self.caller.account, self.slot)
 
 
 def new_slot_id() -> str:
@@ -253,10 +253,10 @@ def new_slot_id() -> str:
 
 
 @asynccontextmanager
-async def first_unit_held(limits: Limits, caller: Caller) -> AsyncIterator[None]:
+async def first_unit_held(quota: QuotaStore, caller: Caller) -> AsyncIterator[None]:
     """Around the whole of a request admitted with its first unit (`Caller.first_unit`): the unit goes back when the
     request fails (an Exception, as in `_Charged`: a 4xx of its content, our 5xx; never a client that hung up), and
-    the slot when it ends, without the answer waiting for it (Limits.release_slot)."""
+    the slot when it ends, without the answer waiting for it (QuotaStore.release_slot)."""
     first = caller.first_unit
     if first is None:
         yield
@@ -264,20 +264,20 @@ async def first_unit_held(limits: Limits, caller: Caller) -> AsyncIterator[None]
     try:
         yield
     except Exception:
-        await _give_back_units(limits, caller.account, first.charged_at, 1)
+        await _give_back_units(quota, caller.account, first.charged_at, 1)
         raise
     finally:
-        limits.release_slot(caller.account, first.slot)
+        quota.release_slot(caller.account, first.slot)
 
 
-async def give_back_first_unit(limits: Limits, account: str, first: FirstUnit) -> None:
+async def give_back_first_unit(quota: QuotaStore, account: str, first: FirstUnit) -> None:
     """For a request refused after its admission took its first unit."""
-    await _give_back_units(limits, account, first.charged_at, 1)
-    limits.release_slot(account, first.slot)
+    await _give_back_units(quota, account, first.charged_at, 1)
+    quota.release_slot(account, first.slot)
 
 
-async def _give_back_units(limits: Limits, account: str, charged_at: float, units: int) -> None:
+async def _give_back_units(quota: QuotaStore, account: str, charged_at: float, units: int) -> None:
     try:
-        await limits.give_back_quota(account, charged_at, units)
+        await quota.give_back_quota(account, charged_at, units)
     except Exception:  # the store is down too
         log.warning("could not give back the units of %s", account)

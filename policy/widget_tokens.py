@@ -2,7 +2,7 @@
 
 A widget token is what a site's backend asks the service for (POST /v1/widget/tokens, with its server key) and puts
 in its page: a short-lived, check-only stand-in for the key, bound to the origins the operator allows for the key.
-Pure code: the store keeps the tokens (store/widget.py), the public app serves them (serve_app/routes_widget.py).
+Pure code: the store keeps the tokens (store/widget/tokens.py), the public app serves them (serve_app/routes_widget.py).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 A verdict is `v1.<payload>.<signature>`: the payload is base64url JSON naming the key it was made for, the decision,
 the SHA-256 of the exact content, when it was made and until when it may be redeemed, and a random nonce; the
-signature is HMAC-SHA256 over `v1.<payload>` with the service's widget signing secret (store/widget.py keeps it).
+signature is HMAC-SHA256 over `v1.<payload>` with the service's widget signing secret (store/widget/tokens.py keeps it).
 The site's backend hands the verdict and the hash of the content it received back to the service, which checks it
-here and redeems its nonce once (store/widget.py), so an `allow` is never reused for other content or twice.
+here and redeems its nonce once (store/widget/tokens.py), so an `allow` is never reused for other content or twice.
 
 Pure code: no Redis, no HTTP. The clock and the nonce are arguments, so the rules are tested as they are.
 """

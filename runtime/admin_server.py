@@ -19,7 +19,7 @@ import time
 
 import uvicorn
 
-from store.audit_log import AuditRules
+from store.people.audit_log import AuditRules
 from webhooks.deliveries import WebhookRules
 from runtime.bootstrap import prepare_store
 from runtime.settings import get_settings

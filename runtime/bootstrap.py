@@ -8,7 +8,7 @@ import yaml
 
 from redis.asyncio import Redis
 
-from store.config import ConfigStore
+from store.keys.config import ConfigStore
 from policy.types import Plan, Profile
 from runtime.settings import Settings
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from store.webhook_endpoints import EVENT_TYPES
+from store.webhooks.endpoints import EVENT_TYPES
 
 _BY_ID = ("get", "enable", "disable", "delete", "rotate-secret", "deliveries")
 

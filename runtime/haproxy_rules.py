@@ -51,8 +51,8 @@ FRONTEND = "frontend http_frontend"
 RETRY_AFTER_S = WINDOW_S
 
 
-# A well-formed API key: `mod_` and 43 URL-safe base64 characters (store/config.py, SECRET_PREFIX and
-# token_urlsafe(32)); as a Bearer token, a well-formed widget token counts too (`wt_` and 43, store/widget.py
+# A well-formed API key: `mod_` and 43 URL-safe base64 characters (store/keys/config.py, SECRET_PREFIX and
+# token_urlsafe(32)); as a Bearer token, a well-formed widget token counts too (`wt_` and 43, store/widget/tokens.py
 # TOKEN_PREFIX), since it is a credential the store checks like a key: a site's visitors behind one address
 # checking comments meet the widget's own per-address limit, not the keyless one, and made-up tokens are 401s,
 # which the refused-keys count holds. HAProxy's regex may be POSIX or PCRE, so no `\s` and no flags: the scheme is
@@ -117,7 +117,7 @@ def _limit_rules(limits: SourceLimits) -> list[str]:
     rules = [
         # gpc 0: keyless requests; gpc 1: 401 answers. An IPv6 table holds IPv4 addresses too.
         f"stick-table type ipv6 size 100k expire {6 * WINDOW_S}s store gpc(2),gpc_rate(2,{WINDOW_S}s)",
-        # Keyed: a well-formed API key (store/config.py) as the Bearer token or in `?key=`; anything else (no
+        # Keyed: a well-formed API key (store/keys/config.py) as the Bearer token or in `?key=`; anything else (no
         # header, `Authorization: x`, a Basic header, a key of the wrong shape) counts as keyless.
         f"acl mod_keyed req.hdr(authorization) -m reg {BEARER_KEY_PATTERN}",
         f"acl mod_keyed url_param(key) -m reg {KEY_PATTERN}",

@@ -9,9 +9,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from moderation.admission import DEFAULT_ADMISSION, AdmissionRules
-from store.audit_log import AuditRules
+from store.people.audit_log import AuditRules
 from runtime.haproxy_rules import SourceLimits
-from store.review_queue import DAY_S, ReviewRules
+from store.review.queue import DAY_S, ReviewRules
 from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import MIB, HealthRules
@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(default=None, min_length=MIN_ADMIN_TOKEN_CHARS)
     admin_host: str = "127.0.0.1"
     admin_port: int = 8001
-    # The admin audit log (store/audit_log.py): its newest entries kept, and how long an entry is kept.
+    # The admin audit log (store/people/audit_log.py): its newest entries kept, and how long an entry is kept.
     admin_audit_max_entries: int = Field(default=AuditRules.max_entries, ge=100)
     admin_audit_retention_days: float = Field(default=AuditRules.retention_s / DAY_S, gt=0)
     # The dashboard's item pages show a client's https image_url as a preview, loaded by the moderator's browser
@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     admit_image_calls: int = Field(default=DEFAULT_ADMISSION["image"].max_active, ge=1)
     admit_max_wait_s: float = Field(default=DEFAULT_ADMISSION["text"].max_wait_s, gt=0)
 
-    # The store (store/review_queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
+    # The store (store/review/queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
     store_maxmemory_mb: int = Field(default=512, ge=16)
     # The memory watch (docs/operating.md, Store memory): past this share of store_maxmemory_mb the ingress logs a

@@ -6,7 +6,7 @@ Why a process of its own, started by `make serve` (runtime/webhook_process.py), 
 delivery needs no model and no request path, waits on other people's servers for up to 15 s a try, and must go on
 while the graph is redeployed, scaled or restarted; a Serve deployment would take a replica's CPU share for that and
 be stopped with the graph. Where the graph runs without `make serve` (`serve run`, KubeRay), run this module beside
-it against the same store. Several workers may run at once: each delivery is leased (store/outbox.py).
+it against the same store. Several workers may run at once: each delivery is leased (store/webhooks/outbox.py).
 
 Its metrics are on its own Prometheus endpoint (127.0.0.1:MODERATION_WEBHOOK_METRICS_PORT, default 8082; 0: none):
 `moderation_webhook_deliveries_total{outcome}`, `moderation_webhook_attempt_latency_ms`,
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
-from store.outbox import Outbox
+from store.webhooks.outbox import Outbox
 from runtime.settings import get_settings
 from webhooks.deliveries import Delivery, WebhookRules
 from webhooks.sender import WebhookSender

@@ -10,8 +10,8 @@ from fastapi import Request
 from moderation.errors import QuotaExceeded, TooManyInFlight
 from moderation.flow import Caller, FirstUnit, first_unit_held, give_back_first_unit, new_slot_id
 from policy.types import ContentKind
-from store.config import Authorized, Unconfigured
-from store.quota import Admission, Taken, WorkSlot
+from store.keys.config import Authorized, Unconfigured
+from store.keys.quota import Admission, Taken, WorkSlot
 from serve_app.errors import RateLimited, StoreUnavailable, Unauthorized
 from serve_app.services import Services, count_rate_refusal
 
@@ -43,7 +43,7 @@ def admitted_caller(kind: ContentKind | None = None, *, key_in_query: bool = Fal
     async def admitted(request: Request) -> AsyncIterator[Caller]:
         secret = _key_param(request) if key_in_query else bearer_token(request)
         caller = await _caller(request, secret, admit=kind or "")
-        async with first_unit_held(services(request).limits, caller):
+        async with first_unit_held(services(request).quota, caller):
             yield caller
 
     return admitted
@@ -64,13 +64,13 @@ async def _caller(request: Request, secret: str | None, *, admit: str | None = N
     # so admin changes and revokes hold from the next request.
     if not secret:
         raise Unauthorized()
-    limits = services(request).limits
-    admission = limits.admission(new_slot_id(), admit) if admit is not None else None
+    quota = services(request).quota
+    admission = quota.admission(new_slot_id(), admit) if admit is not None else None
     try:
         found = await services(request).config.authorize(secret, admission=admission)
     except BaseException:
         if admission is not None:
-            limits.not_admitted(admission)
+            quota.not_admitted(admission)
         raise
     if found is None:
         raise Unauthorized()

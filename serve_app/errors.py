@@ -26,7 +26,7 @@ from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.decode_pool import DecodeBusy
 from moderation import errors as flow
 from policy import widget_verdicts as verdicts
-from store.review_queue import (
+from store.review.queue import (
     QUEUE_FULL_RETRY_AFTER_S,
     InvalidReviewField,
     ReportLimitExceeded,
@@ -35,8 +35,8 @@ from store.review_queue import (
     ReviewQueueFull,
 )
 from webhooks.url_guard import UnsafeWebhookUrl
-from store.webhook_endpoints import TooManyEndpoints
-from store.config import UnreadableRecord
+from store.webhooks.endpoints import TooManyEndpoints
+from store.keys.config import UnreadableRecord
 
 log = logging.getLogger("moderation.errors")
 T = TypeVar("T")
@@ -90,7 +90,7 @@ NotFound = ErrorKind(404, "not_found", "Not found.")
 NoSuchReviewItem = ErrorKind(404, "not_found", "No such review item.")
 MethodNotAllowed = ErrorKind(405, "method_not_allowed", "Method not allowed.")
 RequestTimeout = ErrorKind(408, "request_timeout", "The request body did not arrive in time.")
-# The account holds its cap of pending review items (store.review_queue.ReviewQueueFull): a report is refused whole;
+# The account holds its cap of pending review items (store.review.queue.ReviewQueueFull): a report is refused whole;
 # a moderation answers its result beside the error, since the content was scored and decided, only not queued.
 QueueFull = ErrorKind(
     429, "review_queue_full", "The account's review queue is full; nothing was queued for review.",

@@ -39,7 +39,7 @@ from serve_app.widget_schemas import (
     WidgetCheck,
     WidgetToken,
 )
-from store.widget import WidgetAdmitted, WidgetStore
+from store.widget.tokens import WidgetAdmitted, WidgetStore
 
 router = APIRouter()
 WIDGET_JS = Path(__file__).parent / "static" / "widget.js"

@@ -15,16 +15,17 @@ from redis.exceptions import RedisError
 from moderation.admission import AdmissionRules, ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
-from store.audit_log import AuditLog, AuditRules
+from store.people.audit_log import AuditLog, AuditRules
 from store.score_suggestions import FeedbackStore
-from store.hash_bank import HashBank
-from store.quota import Limits
-from store.outbox import Outbox
-from store.rate_refusals import RateRefusals
-from store.review_queue import ReviewQueue, ReviewRules
-from store.config import ConfigStore
-from store.webhook_endpoints import WebhookStore
-from store.widget import WidgetStore
+from moderation.hash_matching import BankMatcher
+from store.hash_bank.bank import HashBank
+from store.keys.quota import QuotaStore
+from store.webhooks.outbox import Outbox
+from store.keys.rate_limit import RateRefusals
+from store.review.queue import ReviewQueue, ReviewRules
+from store.keys.config import ConfigStore
+from store.webhooks.endpoints import WebhookStore
+from store.widget.tokens import WidgetStore
 from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
@@ -45,7 +46,7 @@ RECONNECT_ONCE_BROKEN = Retry(
 @dataclass
 class Services:
     config: ConfigStore
-    limits: Limits
+    quota: QuotaStore
     reviews: ReviewQueue
     backends: ModelBackends | None  # None in the admin app, which scores nothing
     flow: ModerationFlow
@@ -87,14 +88,14 @@ class Services:
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
             retry=RECONNECT_ONCE_BROKEN,
         )
-        limits, reviews, hash_bank = Limits(redis), ReviewQueue(redis, review_rules), HashBank(redis)
+        quota, reviews, hash_bank = QuotaStore(redis), ReviewQueue(redis, review_rules), HashBank(redis)
         return cls(
             config=ConfigStore(redis),
-            limits=limits,
+            quota=quota,
             reviews=reviews,
             backends=backends,
             flow=ModerationFlow(
-                limits, reviews, backends, inference_timeout_s, hash_bank,
+                quota, reviews, backends, inference_timeout_s, BankMatcher(hash_bank),
                 admission=ModelAdmission(admission) if admission else None,
             ),
             feedback=FeedbackStore(redis),
@@ -111,7 +112,7 @@ class Services:
 
 
 async def count_rate_refusal(services: Services, account: str) -> None:
-    """For the operators' usage page (store/rate_refusals.py). A store error here must not turn the 429 into a 503."""
+    """For the operators' usage page (store/keys/rate_limit.py). A store error here must not turn the 429 into a 503."""
     if services.redis is None:
         return
     try:

@@ -4,22 +4,22 @@ All keys start with `mod:` so the service can share a Redis with other tenants a
 see at a glance what belongs to it. Variable parts come last (or after a fixed-width part) so that
 a `:` inside an account name or a reference can never make two different keys collide.
 
-Configuration (`store.config.ConfigStore`), never expires:
+Configuration (`store.keys.config.ConfigStore`), never expires:
   mod:plan:{name}                 string  Plan as JSON (pydantic `model_dump_json`)
   mod:profile:{name}              string  Profile as JSON
   mod:apikey:{key_id}             string  ApiKey as JSON (no secret in it)
   mod:apikey-sha256:{hex}         string  key id whose secret has this SHA-256; the secret itself is never stored
   mod:apikeys:live                set     ids of the keys that are not revoked (so counting them is O(1))
 
-Limits: the rate bucket (`ConfigStore.authorize`) and the quota (`store.quota.Limits`):
+Admission: the rate bucket (`ConfigStore.authorize`) and the quota (`store.keys.quota.QuotaStore`):
   mod:rate:{key_id}               hash    token bucket of one key: `tokens` (float), `ts` (seconds, float);
                                           expires once idle long enough to be full again
   mod:quota:{YYYY-MM}:{account}   string  units used by the account in that UTC calendar month;
                                           expires some days after the month ends
   mod:refusals:rate:{YYYY-MM}:{account}  string  requests of the account refused for their key's rate that
-                                          UTC month (`store.rate_refusals`); expires 40 days after the last one
+                                          UTC month (`store.keys.rate_limit`); expires 40 days after the last one
 
-Review queue (`store.review_queue.ReviewQueue`). Every item expires: a pending one
+Review queue (`store.review.queue.ReviewQueue`). Every item expires: a pending one
 `pending_retention_s` after it was queued, a decided one `decided_retention_s` after its decision (EXPIREAT
 on its hash, moved at the decision); then it leaves every index. An account holds at most
 `pending_per_account` pending items:
@@ -34,18 +34,18 @@ on its hash, moved at the decision); then it leaves every index. An account hold
                                           its size is what the cap counts
   mod:review:pending-ids:{account}  zset  the same ids, score = id: the account's queue in order, read by the
                                           dashboard's account filter and by moderators scoped to accounts
-                                          (store/review_browse.py); items queued before it existed are added from
+                                          (store/review/browse.py); items queued before it existed are added from
                                           the pending set above on first read (ReviewBrowser backfill)
   mod:review:expiring             zset    `{id}:{account}` of every item, score = unix time it expires;
                                           whatever is due leaves the indexes at the next creation, decision
                                           (or prune)
 
-Claims and decisions per hour (`store.review_claims`, `store.review_stats`), expiring:
+Claims and decisions per hour (`store.review.claims`, `store.review.stats`), expiring:
   mod:review:claim:{id}           string  the dashboard user who holds the item (claimed it); expires after the
                                           claim's minutes
   mod:review:decided:{YYYY-MM-DDTHH}  string  decisions made in that UTC hour; expires two days later
 
-Dashboard users and their sessions (`store.users`):
+Dashboard users and their sessions (`store.people.users`):
   mod:user:{name}                 string  User as JSON (id, generation, role, accounts, scrypt password hash,
                                           settings); never expires
   mod:users                       set     every user's name
@@ -75,7 +75,7 @@ Feedback (`store.score_suggestions.FeedbackStore`), expiring:
                                           (`attribute`, `score`, `client_token`, `at`; never the comment's text);
                                           the newest 10,000 kept; expires 30 days after the last suggestion
 
-Webhooks (`store.webhook_endpoints.WebhookStore`, `store.outbox.Outbox`; the review scripts write deliveries in the step
+Webhooks (`store.webhooks.endpoints.WebhookStore`, `store.webhooks.outbox.Outbox`; the review scripts write deliveries in the step
 that creates or decides an item). At most `max_endpoints_per_account` endpoints per account; a finished delivery
 and an endpoint's log expire `done_retention_s` after their last change:
   mod:webhooks:account:{account}  set     ids of the account's endpoints
@@ -90,21 +90,21 @@ and an endpoint's log expire `done_retention_s` after their last change:
   mod:webhooks:due_accounts       zset    accounts with a pending delivery, score = the earliest score in the
                                           account's lane: the worker takes due work account by account
   mod:webhooks:due                zset    the one shared due set of earlier versions: the claim moves what is left
-                                          there into the lanes (store/lua_outbox.py, CLAIM_DUE)
+                                          there into the lanes (store/webhooks/lua.py, CLAIM_DUE)
   mod:webhooks:undelivered        zset    the same members, score = when each became pending: depth and age metrics
   mod:webhooks:log:{endpoint_id}  list    the endpoint's delivery attempts as JSON, newest first, capped
 
-Hash bank (`store.hash_bank.HashBank`; DECIDE_REVIEW_ITEM adds a rejected image's hash):
+Hash bank (`store.hash_bank.bank.HashBank`; DECIDE_REVIEW_ITEM adds a rejected image's hash):
   mod:hashbank:entries:{account}  hash    PDQ hex -> JSON `review_id` (null for an imported hash), `added_at`
   mod:hashbank:version:{account}  string  bumped at every change, so a replica's copy of the bank knows it is stale
 
-Admin audit log (`store.audit_log.AuditLog`), bounded and expiring:
+Admin audit log (`store.people.audit_log.AuditLog`), bounded and expiring:
   mod:audit:admin                 stream  one entry per admin change or refused admin token: `at`, `actor`,
                                           `source`, `action`, `target`, `status` (never a secret or a body);
                                           the newest `max_entries` kept, older than `retention_s` trimmed,
                                           the key expires `retention_s` after the last entry
 
-Browser widget (`store.widget.WidgetStore`; the widget's Lua is in `store.lua_widget`):
+Browser widget (`store.widget.tokens.WidgetStore`; the widget's Lua is in `store.widget.lua`):
   mod:widget:origins:{key_id}     set     page origins (`scheme://host[:port]`) the operator allows for the key
   mod:widget:origin-keys:{origin} set     ids of the keys that allow the origin: what a CORS preflight reads
   mod:widget:token:{sha256}       hash    a widget token whose secret has this SHA-256: `key_id`, `uses_left`,
@@ -134,7 +134,7 @@ PLAN_PREFIX = f"{PREFIX}plan:"
 PROFILE_PREFIX = f"{PREFIX}profile:"
 API_KEY_PREFIX = f"{PREFIX}apikey:"
 RATE_BUCKET_PREFIX = f"{PREFIX}rate:"
-# Named inside the AUTHORIZE script, which learns the account from the key it reads (store.lua).
+# Named inside the AUTHORIZE script, which learns the account from the key it reads (store.keys.lua).
 QUOTA_PREFIX = f"{PREFIX}quota:"
 WORK_IN_PROGRESS_PREFIX = f"{PREFIX}inflight:"
 
@@ -243,7 +243,7 @@ def admin_audit() -> str:
     return f"{PREFIX}audit:admin"
 
 
-# The review scripts write webhook deliveries from inside Redis (store/lua_outbox.py), naming keys from these.
+# The review scripts write webhook deliveries from inside Redis (store/webhooks/lua.py), naming keys from these.
 WEBHOOK_ACCOUNT_PREFIX = f"{PREFIX}webhooks:account:"
 WEBHOOK_ENDPOINT_PREFIX = f"{PREFIX}webhooks:endpoint:"
 WEBHOOK_DELIVERY_PREFIX = f"{PREFIX}webhooks:delivery:"
@@ -327,7 +327,7 @@ def login_failures_from(address: str) -> str:
     return f"{PREFIX}login-failures-from:{address}"
 
 
-# The widget's check (store.lua_widget.WIDGET_AUTHORIZE) learns the key id inside Redis: these prefixes are the
+# The widget's check (store.widget.lua.WIDGET_AUTHORIZE) learns the key id inside Redis: these prefixes are the
 # single definition of the keys it builds from it.
 WIDGET_ORIGINS_PREFIX = f"{PREFIX}widget:origins:"
 WIDGET_ORIGIN_KEYS_PREFIX = f"{PREFIX}widget:origin-keys:"

@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": set(),
     "policy": set(),
     "webhooks": set(),
-    "store": {"policy", "models", "webhooks"},
+    "store": {"policy", "webhooks"},
     "moderation": {"models", "policy", "store"},
     "serve_app": _BELOW_HTTP,
     "admin": {"serve_app"} | _BELOW_HTTP,

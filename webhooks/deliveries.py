@@ -1,7 +1,7 @@
 """What a webhook delivery is, apart from where it is kept: the operator's rules, the endpoint as the sender sees it,
 one delivery, one attempt's outcome, and when to try again.
 
-Plain records and one pure rule, shared by the store (store/outbox.py keeps deliveries, store/webhook_endpoints.py
+Plain records and one pure rule, shared by the store (store/webhooks/outbox.py keeps deliveries, store/webhooks/endpoints.py
 keeps endpoints) and the sender (webhooks/sender.py), which never touches the store.
 """
 

@@ -1,4 +1,4 @@
-"""One webhook attempt: sign, check where it goes, POST, and say what happened (`store.outbox.Attempt`).
+"""One webhook attempt: sign, check where it goes, POST, and say what happened (`store.webhooks.outbox.Attempt`).
 
 Outbound safety (SECURITY.md, Outbound requests): the URL's host is resolved afresh at every attempt and every
 address checked (`webhooks.url_guard`), and the request goes to the address that was checked (the URL's host

@@ -11,7 +11,7 @@ import skimage.data
 from PIL import Image
 from support.api import assert_error
 
-from store.hash_bank_csv import hashes_of_csv
+from store.hash_bank.csv_format import hashes_of_csv
 
 
 def _jpeg(pixels: np.ndarray, size: tuple[int, int] | None = None, quality: int = 90) -> bytes:

@@ -10,9 +10,9 @@ import redis.asyncio
 from fastapi.testclient import TestClient
 from support.api import ADMIN_TOKEN, assert_error
 
-from store.outbox import Outbox
+from store.webhooks.outbox import Outbox
 from webhooks.deliveries import Attempt
-from store.review_queue import ReviewQueue
+from store.review.queue import ReviewQueue
 from webhooks.deliveries import WebhookRules
 from admin.app import create_admin_app
 from serve_app.services import Services

@@ -8,9 +8,9 @@ from support.api import ADMIN_TOKEN
 from support.dashboard import ADMIN, PASSWORD, csrf_of, log_in, make_user, post_form
 
 from store import redis_keys
-from store import users as users_module
-from store.sessions import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME
-from store.users import verify_password
+from store.people import users as users_module
+from store.people.sessions import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME
+from store.people.users import verify_password
 
 
 def audit(client) -> list[tuple]:

@@ -100,7 +100,7 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
 async def _keys(redis_url: str, count: int, Plan) -> list[dict[str, str]]:
     from redis.asyncio import Redis
 
-    from store.config import ConfigStore
+    from store.keys.config import ConfigStore
 
     redis = Redis.from_url(redis_url, decode_responses=True)
     try:

@@ -26,7 +26,7 @@ from e2e.conftest import E2E_PENDING_CAP
 from e2e.test_metrics import find, metrics_url, samples
 
 from store import redis_keys
-from store.review_queue import ReviewQueue, ReviewRules
+from store.review.queue import ReviewQueue, ReviewRules
 from runtime.haproxy import FALLBACK_RECORD, RUN_DIR
 from runtime.haproxy_rules import MARKER
 

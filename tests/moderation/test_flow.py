@@ -21,8 +21,8 @@ from moderation.flow import Caller, ModerationFlow
 from moderation.items import Item, image_item, text_item
 from moderation.limits import SHORT_TEXT_WORK_CHARS
 from policy.decisions import decide
-from store.quota import Limits
-from store.review_queue import ReviewQueue
+from store.keys.quota import QuotaStore
+from store.review.queue import ReviewQueue
 from policy.types import ApiKey, Plan, Profile
 
 pytestmark = pytest.mark.anyio
@@ -99,7 +99,7 @@ def backends() -> Backends:
 
 @pytest.fixture
 def flow(redis_client, backends):
-    return ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), backends, inference_timeout_s=0.5)
+    return ModerationFlow(QuotaStore(redis_client), ReviewQueue(redis_client), backends, inference_timeout_s=0.5)
 
 
 async def test_a_review_decision_queues_an_item_with_the_scores_and_model_version(flow, backends):
@@ -123,7 +123,7 @@ async def test_allow_and_block_queue_nothing(flow, backends, toxic):
 async def test_every_moderation_takes_one_unit(flow):
     for _ in range(3):
         await flow.moderate_many(caller(), [text()])
-    assert await flow.limits.quota_used("acme") == 3
+    assert await flow.quota.quota_used("acme") == 3
 
 
 async def test_an_exhausted_quota_refuses_before_the_model_runs(flow, backends):
@@ -137,7 +137,7 @@ async def test_an_upload_the_decoder_refuses_gives_the_unit_back_and_keeps_its_e
     backends.image_failure = InvalidImage("not a JPEG, PNG, WebP, GIF, BMP or TIFF image")
     with pytest.raises(InvalidImage):
         await flow.moderate_many(caller(), [image()])
-    assert backends.decide_calls == 0 and await flow.limits.quota_used("acme") == 0
+    assert backends.decide_calls == 0 and await flow.quota.quota_used("acme") == 0
 
 
 async def test_a_client_that_hangs_up_mid_request_keeps_its_unit_spent(flow, backends):
@@ -148,7 +148,7 @@ async def test_a_client_that_hangs_up_mid_request_keeps_its_unit_spent(flow, bac
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await flow.limits.quota_used("acme") == 1
+    assert await flow.quota.quota_used("acme") == 1
 
 
 async def test_the_unit_goes_back_to_the_month_it_was_taken_from(flow, backends, monkeypatch):
@@ -159,22 +159,22 @@ async def test_the_unit_goes_back_to_the_month_it_was_taken_from(flow, backends,
     backends.failure = ConnectionError("replica gone")
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(), [text()])
-    assert await flow.limits.quota_used("acme", now=charged_at) == 0
-    assert await flow.limits.quota_used("acme", now=charged_at + 2) == 0
+    assert await flow.quota.quota_used("acme", now=charged_at) == 0
+    assert await flow.quota.quota_used("acme", now=charged_at + 2) == 0
 
 
 async def test_a_failing_model_is_model_unavailable_and_gives_the_unit_back(flow, backends):
     backends.failure = ConnectionError("replica gone")
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(), [text()])
-    assert await flow.limits.quota_used("acme") == 0
+    assert await flow.quota.quota_used("acme") == 0
 
 
 async def test_a_model_past_the_timeout_is_model_unavailable_and_gives_the_unit_back(flow, backends):
     backends.delay_s = 5
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(), [text()])
-    assert await flow.limits.quota_used("acme") == 0
+    assert await flow.quota.quota_used("acme") == 0
 
 
 async def test_a_failing_policy_decides_nothing_and_gives_the_unit_back(flow, backends):
@@ -182,7 +182,7 @@ async def test_a_failing_policy_decides_nothing_and_gives_the_unit_back(flow, ba
     backends.toxic["hmm"] = 0.6
     with pytest.raises(ModelUnavailable, match="policy"):
         await flow.moderate_many(caller(), [text("hmm")])
-    assert await flow.limits.quota_used("acme") == 0
+    assert await flow.quota.quota_used("acme") == 0
     assert await flow.reviews.list(account="acme") == []
 
 
@@ -197,14 +197,14 @@ async def test_a_batch_takes_one_unit_per_item_and_queues_each_review_on_its_own
     outcomes = await flow.moderate_many(caller(), [text("a"), text("b", reference="r-1"), text("c", reference="r-2")])
     assert [o.decision.decision for o in outcomes] == ["allow", "review", "review"]
     assert [(await flow.reviews.get(o.review_id)).reference for o in outcomes[1:]] == ["r-1", "r-2"]
-    assert await flow.limits.quota_used("acme") == 3
+    assert await flow.quota.quota_used("acme") == 3
 
 
 async def test_a_batch_larger_than_the_quota_left_takes_nothing(flow, backends):
     await flow.moderate_many(caller(quota=4), [text()] * 2)
     with pytest.raises(QuotaExceeded):
         await flow.moderate_many(caller(quota=4), [text()] * 3)
-    assert await flow.limits.quota_used("acme") == 2 and len(backends.calls) == 1
+    assert await flow.quota.quota_used("acme") == 2 and len(backends.calls) == 1
 
 
 async def test_a_failing_text_call_fails_the_batch_gives_every_unit_back_and_queues_nothing(flow, backends):
@@ -212,7 +212,7 @@ async def test_a_failing_text_call_fails_the_batch_gives_every_unit_back_and_que
     backends.failure = ConnectionError("replica gone")
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(), [text("a"), text("b")])
-    assert await flow.limits.quota_used("acme") == 0
+    assert await flow.quota.quota_used("acme") == 0
     assert await flow.reviews.list(account="acme") == []
 
 
@@ -222,7 +222,7 @@ async def test_a_refused_image_cancels_the_texts_call_and_gives_every_unit_back(
     with pytest.raises(InvalidImage):
         await flow.moderate_many(caller(), [text("look"), image()])
     await asyncio.sleep(0)  # the cancelled call runs to its end
-    assert backends.cancelled == 1 and await flow.limits.quota_used("acme") == 0
+    assert backends.cancelled == 1 and await flow.quota.quota_used("acme") == 0
 
 
 async def test_the_texts_of_a_request_go_to_the_model_in_one_call_and_the_policy_in_one_call(flow, backends):
@@ -251,7 +251,7 @@ async def test_spans_ride_the_texts_call_and_cost_one_more_unit_and_no_decision(
     assert backends.calls == [("score_texts", ["Fine. Awful!", "Fine.", "Awful!"])]
     assert outcome.scored.categories == {"toxic": 0.6} and outcome.decision.decision == "review"
     assert outcome.span_scores == ({"toxic": 0.1}, {"toxic": 0.95})
-    assert await flow.limits.quota_used("acme") == 2 and backends.decide_calls == 1  # the text, and its spans
+    assert await flow.quota.quota_used("acme") == 2 and backends.decide_calls == 1  # the text, and its spans
 
 
 async def test_a_text_with_spans_costs_two_units_and_without_quota_for_both_is_refused_before_any_model_call(
@@ -260,14 +260,14 @@ async def test_a_text_with_spans_costs_two_units_and_without_quota_for_both_is_r
     item = text_item(PROFILE, "Fine. Awful!", spans=[(0, 5), (6, 12)])
     with pytest.raises(QuotaExceeded):
         await flow.moderate_many(caller(quota=1), [item])
-    assert backends.calls == [] and await flow.limits.quota_used("acme") == 0
+    assert backends.calls == [] and await flow.quota.quota_used("acme") == 0
 
 
 async def test_an_image_and_texts_are_scored_side_by_side_and_answered_in_request_order(flow, backends):
     outcomes = await flow.moderate_many(caller(), [text("a"), image(), text("b")])
     assert sorted(backends.calls) == [("score_texts", ["a", "b"]), ("score_upload", ["upload"])]
     assert [type(o.scored).__name__ for o in outcomes] == ["TextScores", "ScoredImage", "TextScores"]
-    assert outcomes[1].scored.width == 4 and await flow.limits.quota_used("acme") == 3
+    assert outcomes[1].scored.width == 4 and await flow.quota.quota_used("acme") == 3
 
 
 async def test_a_failed_model_call_is_logged_by_its_errors_type_never_with_the_text_its_message_may_quote(
@@ -287,17 +287,17 @@ async def test_past_the_plans_max_in_flight_a_request_is_refused_before_any_unit
     with pytest.raises(TooManyInFlight):
         await flow.moderate_many(caller(max_in_flight=1), [text("second")])
     await first
-    assert backends.calls == [("score_text", ["first"])] and await flow.limits.quota_used("acme") == 1
-    await flow.limits.settled()
-    assert await flow.limits.in_flight("acme") == 0  # given back when the first ended
+    assert backends.calls == [("score_text", ["first"])] and await flow.quota.quota_used("acme") == 1
+    await flow.quota.settled()
+    assert await flow.quota.in_flight("acme") == 0  # given back when the first ended
 
 
 async def test_a_failed_request_gives_its_slot_back_too(flow, backends):
     backends.failure = RuntimeError("model down")
     with pytest.raises(ModelUnavailable):
         await flow.moderate_many(caller(max_in_flight=1), [text()])
-    await flow.limits.settled()
-    assert await flow.limits.in_flight("acme") == 0
+    await flow.quota.settled()
+    assert await flow.quota.in_flight("acme") == 0
     backends.failure = None
     await flow.moderate_many(caller(max_in_flight=1), [text()])
 
@@ -315,7 +315,7 @@ class RecordedAdmission(ModelAdmission):
 
 
 def gated_flow(redis_client, backends, rules: AdmissionRules) -> ModerationFlow:
-    return ModerationFlow(Limits(redis_client), ReviewQueue(redis_client), backends, inference_timeout_s=0.5,
+    return ModerationFlow(QuotaStore(redis_client), ReviewQueue(redis_client), backends, inference_timeout_s=0.5,
                           admission=RecordedAdmission(rules))  # fmt: skip
 
 
@@ -335,7 +335,7 @@ async def test_a_call_the_gate_refuses_is_overloaded_before_the_model_and_gives_
     with pytest.raises(Overloaded):
         await flow.moderate_many(caller(), [text("second")])
     await first
-    assert backends.calls == [("score_text", ["first"])] and await flow.limits.quota_used("acme") == 1
+    assert backends.calls == [("score_text", ["first"])] and await flow.quota.quota_used("acme") == 1
 
 
 async def test_a_wait_at_the_gate_counts_against_the_models_time_limit(redis_client, backends):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.config import Authorized, ConfigStore
+from store.keys.config import Authorized, ConfigStore
 from runtime.bootstrap import create_first_key, seed_config
 from runtime.settings import PROJECT_ROOT
 

@@ -12,8 +12,8 @@ from support.quota import took
 import redis
 import redis.asyncio
 
-from store.quota import Limits
-from store.review_queue import ReviewQueue
+from store.keys.quota import QuotaStore
+from store.review.queue import ReviewQueue
 from runtime import embedded_store
 from runtime.embedded_store import (
     BinaryHashMismatch,
@@ -237,7 +237,7 @@ async def test_review_items_and_counters_survive_a_restart(tmp_path, stop):
         image_url=None, scores={"toxic": 0.93}, model_version="text-1",
     )  # fmt: skip
     report = await ReviewQueue(client).report(account="acme", reference="c-2", image_url=None, threshold=0)
-    assert await took(Limits(client), "acme", 10)
+    assert await took(QuotaStore(client), "acme", 10)
     await client.aclose()
     if stop == "shutdown":
         server.stop()
@@ -252,7 +252,7 @@ async def test_review_items_and_counters_survive_a_restart(tmp_path, stop):
         assert (await queue.get(report.review_id)).reference == "c-2"
         again = await queue.report(account="acme", reference="c-2", image_url=None, threshold=0)
         assert (again.reports, again.review_id) == (2, report.review_id)
-        assert await Limits(client).quota_used("acme") == 1
+        assert await QuotaStore(client).quota_used("acme") == 1
         assert (await queue.create(
             account="acme", reason="model_flagged", kind="text", reference=None,
             image_url=None, scores={}, model_version=None,

@@ -40,7 +40,7 @@ backend app
 """
 
 
-# A well-formed API key (store/config.py: `mod_` and 43 URL-safe characters), the one the test's server accepts.
+# A well-formed API key (store/keys/config.py: `mod_` and 43 URL-safe characters), the one the test's server accepts.
 GOOD_KEY = "mod_" + "Gg-_" * 10 + "abc"
 GOOD = f"Bearer {GOOD_KEY}"
 

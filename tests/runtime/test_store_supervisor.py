@@ -14,7 +14,7 @@ from support.quota import took
 import redis
 import redis.asyncio
 
-from store.review_queue import ReviewQueue
+from store.review.queue import ReviewQueue
 from runtime.embedded_store import LOOPBACK, EmbeddedStore
 from runtime.store_supervisor import StoreSupervisor
 
@@ -130,7 +130,7 @@ async def test_the_services_client_carries_every_pooled_connection_over_a_restar
     store = EmbeddedStore(tmp_path / "data")
     store.start()
     services = Services.connect(store.url_without_password, None, redis_password=store.password_path.read_text().strip())
-    limits = services.limits
+    limits = services.quota
     try:
         with StoreSupervisor(store, first_backoff_s=0.1) as supervisor:
             await asyncio.gather(*(took(limits, f"acct-{n}", 10) for n in range(20)))  # 20 pooled connections

@@ -19,9 +19,9 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from support.webhook_receiver import Answer, WebhookReceiver, event_types
 
 from store import redis_keys
-from store.outbox import Outbox
-from store.review_queue import ReviewQueue
-from store.webhook_endpoints import WebhookStore
+from store.webhooks.outbox import Outbox
+from store.review.queue import ReviewQueue
+from store.webhooks.endpoints import WebhookStore
 from webhooks.deliveries import WebhookRules
 from runtime.embedded_store import EmbeddedStore, free_port
 from runtime.settings import PROJECT_ROOT
@@ -157,7 +157,7 @@ async def test_an_event_survives_a_killed_worker_and_a_restarted_store(tmp_path)
             worker = _worker_process(store, metrics_port)
             receiver.wait_for(1)
             # Kill once the 503 is recorded (its retry scheduled): killed mid-attempt, the delivery waits out its
-            # lease (45 s, documented in store/outbox.py), past this test's wait. A CI run once killed it there.
+            # lease (45 s, documented in store/webhooks/outbox.py), past this test's wait. A CI run once killed it there.
             await _until_logged(Outbox(client), endpoint.id, attempts=1)
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()

@@ -20,7 +20,7 @@ import uvicorn
 from support.api import ADMIN_TOKEN, CONFIG_DIR, Api, StubBackends
 from support.raw_http import RawRequest
 
-from store.config import ConfigStore
+from store.keys.config import ConfigStore
 from runtime.bootstrap import load_plans, load_profiles
 from serve_app.app import create_app
 from serve_app.deadlines import BODY_SLOT_GRACE_S, TimeLimits

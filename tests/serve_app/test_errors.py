@@ -13,7 +13,7 @@ from models.image_decoding import DecodeTimeout, ImageTooLarge, InvalidImage
 from models.decode_pool import DecodeBusy
 from moderation import errors as flow
 from policy import widget_verdicts as verdicts
-from store.review_queue import (
+from store.review.queue import (
     InvalidReviewField,
     ReportLimitExceeded,
     ReviewAlreadyDecided,
@@ -21,8 +21,8 @@ from store.review_queue import (
     ReviewQueueFull,
 )
 from webhooks.url_guard import UnsafeWebhookUrl
-from store.webhook_endpoints import TooManyEndpoints
-from store.config import UnreadableRecord
+from store.webhooks.endpoints import TooManyEndpoints
+from store.keys.config import UnreadableRecord
 from serve_app import errors
 from support.error_kinds import every_error_kind
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers

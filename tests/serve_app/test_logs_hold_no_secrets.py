@@ -19,7 +19,7 @@ from PIL import Image
 from support.api import ADMIN_TOKEN, Api
 
 from policy.widget_verdicts import text_sha256
-from store.review_queue import ReviewQueue
+from store.review.queue import ReviewQueue
 
 # Distinctive content: found in a log only if the content itself was logged.
 TEXT_MARKER = "zqxjv-Secret-Comment-Body-7731"

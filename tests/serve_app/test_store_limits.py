@@ -9,7 +9,7 @@ import redis
 from fastapi.testclient import TestClient
 from support.api import Api, StubBackends, assert_error, public_and_admin
 
-from store.review_queue import ReviewRules
+from store.review.queue import ReviewRules
 from runtime.embedded_store import EmbeddedStore
 from serve_app.services import Services
 

@@ -14,7 +14,7 @@ from policy.widget_verdicts import VERDICT_LIFETIME_S, bytes_sha256, text_sha256
 from runtime.haproxy_rules import CLIENT_ADDRESS_HEADER
 from serve_app import routes_widget
 from serve_app.services import Services
-from store import widget as widget_store
+from store.widget import tokens as widget_store
 
 SITE = "https://comments.example"
 OTHER_SITE = "https://evil.example"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from store import redis_keys
-from store.audit_log import FIELDS, MAX_FIELD_CHARS, AuditLog, AuditRules
+from store.people.audit_log import FIELDS, MAX_FIELD_CHARS, AuditLog, AuditRules
 
 pytestmark = pytest.mark.anyio
 

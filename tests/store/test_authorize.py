@@ -9,8 +9,8 @@ import pytest
 from redis.asyncio.connection import AbstractConnection
 
 from store import redis_keys
-from store.config import Authorized, ConfigStore, Unconfigured
-from store.quota import Limits, Taken, WorkSlot
+from store.keys.config import Authorized, ConfigStore, Unconfigured
+from store.keys.quota import QuotaStore, Taken, WorkSlot
 from policy.types import CategoryThresholds, Plan, Profile
 
 pytestmark = pytest.mark.anyio
@@ -173,7 +173,7 @@ async def test_authorizing_is_one_command_that_carries_the_hash_never_the_secret
     assert hashlib.sha256(secret.encode()).hexdigest().encode() in sent[0]
 
 
-async def _admitted(store: ConfigStore, limits: Limits, secret: str, slot_id: str):
+async def _admitted(store: ConfigStore, limits: QuotaStore, secret: str, slot_id: str):
     return await store.authorize(secret, admission=limits.admission(slot_id, now=NOW))
 
 
@@ -185,7 +185,7 @@ async def test_admitting_takes_the_first_unit_and_slot_in_the_same_one_command(r
     quota = 0 if case == "no_quota" else 5
     plan = Plan(name="starter", scope="both", monthly_quota=quota, rate_per_second=0.001,
                 burst=1 if case == "rate_limited" else 10, max_in_flight=1)  # fmt: skip
-    store, limits = await _configured_store(redis_client, plan), Limits(redis_client)
+    store, limits = await _configured_store(redis_client, plan), QuotaStore(redis_client)
     record, secret = await store.create_key("acme", "default", "starter")
     await store.authorize("warm-up")  # the first call of a process may load the script first (NOSCRIPT)
     if case in ("in_flight", "rate_limited"):
@@ -203,7 +203,7 @@ async def test_admitting_takes_the_first_unit_and_slot_in_the_same_one_command(r
 
 
 async def test_an_admitting_step_gives_back_every_slot_released_before_it_whatever_its_account(redis_client):
-    store, limits = await _configured_store(redis_client), Limits(redis_client)
+    store, limits = await _configured_store(redis_client), QuotaStore(redis_client)
     _, acme = await store.create_key("acme", "default", "starter")
     _, globex = await store.create_key("globex", "default", "starter")
     for secret, slot_id in ((acme, "a1"), (globex, "g1")):
@@ -217,7 +217,7 @@ async def test_an_admitting_step_gives_back_every_slot_released_before_it_whatev
 
 async def test_a_plan_record_without_max_in_flight_is_admitted_apart(redis_client):
     # A plan written before max_in_flight existed: the step takes nothing and says so; the flow takes it instead.
-    store, limits = await _configured_store(redis_client), Limits(redis_client)
+    store, limits = await _configured_store(redis_client), QuotaStore(redis_client)
     _, secret = await store.create_key("acme", "default", "starter")
     await redis_client.set(redis_keys.plan("starter"), _plan().model_dump_json(exclude={"max_in_flight"}))
     found = await _admitted(store, limits, secret, "s")

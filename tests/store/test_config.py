@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from store.config import ConfigStore
+from store.keys.config import ConfigStore
 from policy.types import ApiKey, CategoryThresholds, Plan, Profile
 
 pytestmark = pytest.mark.anyio
@@ -139,7 +139,7 @@ async def test_a_key_id_that_is_taken_is_never_overwritten(redis_client, monkeyp
     store = ConfigStore(redis_client)
     first, first_secret = await store.create_key("acme", "default", "starter")
     draws = iter([first.id.removeprefix("key_"), "ab" * 16])
-    monkeypatch.setattr("store.config.secrets.token_hex", lambda n: next(draws))
+    monkeypatch.setattr("store.keys.config.secrets.token_hex", lambda n: next(draws))
     second, second_secret = await store.create_key("other", "default", "starter")
     assert second.id == "key_" + "ab" * 16
     assert await _key_opened_by(store, first_secret) == first
@@ -150,7 +150,7 @@ async def test_a_key_id_that_is_taken_is_never_overwritten(redis_client, monkeyp
 async def test_key_creation_gives_up_rather_than_overwrite(redis_client, monkeypatch):
     store = ConfigStore(redis_client)
     first, _ = await store.create_key("acme", "default", "starter")
-    monkeypatch.setattr("store.config.secrets.token_hex", lambda n: first.id.removeprefix("key_"))
+    monkeypatch.setattr("store.keys.config.secrets.token_hex", lambda n: first.id.removeprefix("key_"))
     with pytest.raises(RuntimeError):
         await store.create_key("other", "default", "starter")
     assert await store.get_key(first.id) == first and await store.count_keys() == 1

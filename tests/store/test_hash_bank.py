@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from store.hash_bank import BankEntry, HashBank, PackedBank
+from moderation.hash_matching import BankMatcher, PackedBank
+from store.hash_bank.bank import BankEntry, HashBank
 from policy.decisions import Decision, blocked_by_hash
 
 pytestmark = pytest.mark.anyio
@@ -46,14 +47,15 @@ def test_a_hash_match_blocks_in_enforce_and_review_modes_and_only_recommends_in_
 
 async def test_a_replicas_copy_is_read_again_only_when_the_bank_changed(redis_client):
     bank, pdq = HashBank(redis_client), "cd" * 32
-    assert await bank.match("acme", pdq) is None  # no bank at all: one GET
+    matcher = BankMatcher(bank)
+    assert await matcher.match("acme", pdq) is None  # no bank at all: one GET
     await bank.add_many("acme", [(pdq, 9)])
-    assert (await bank.match("acme", pdq)).review_id == 9
+    assert (await matcher.match("acme", pdq)).review_id == 9
     other = HashBank(redis_client)
     await other.remove("acme", pdq)
-    assert await bank.match("acme", pdq) is None  # the version moved: read again
+    assert await matcher.match("acme", pdq) is None  # the version moved: read again
     assert await bank.add_many("acme", [(pdq, 1), (pdq, 2)], keep_existing=True) == 1
-    assert (await bank.match("acme", pdq)).review_id == 1
+    assert (await matcher.match("acme", pdq)).review_id == 1
 
 
 async def _with_longest_step(work) -> tuple[object, float]:
@@ -83,7 +85,7 @@ async def test_reloading_and_matching_a_100k_bank_never_holds_the_event_loop(red
     rng = random.Random(7)
     banked = [f"{rng.getrandbits(256):064x}" for _ in range(100_000)]
     await HashBank(redis_client).add_many("big", [(pdq, n) for n, pdq in enumerate(banked)])
-    bank = HashBank(redis_client)
+    bank = BankMatcher(HashBank(redis_client))
     match, step_s = await _with_longest_step(bank.match("big", _flipped(banked[70_000], 9, rng)))
     assert (match.review_id, match.distance) == (70_000, 9)
     # Read in one HGETALL and built on the loop, this reload held it for 1.5 s to 1.8 s of CPU in one step; read in
@@ -102,6 +104,6 @@ async def test_matches_that_find_the_copy_stale_together_share_one_reload(redis_
     monkeypatch.setattr(PackedBank, "from_stored", staticmethod(counted))
     pdq = "ab" * 32
     await HashBank(redis_client).add_many("acme", [(pdq, 4)])
-    bank = HashBank(redis_client)
+    bank = BankMatcher(HashBank(redis_client))
     matches = await asyncio.gather(*(bank.match("acme", pdq) for _ in range(10)))
     assert [m.review_id for m in matches] == [4] * 10 and builds == [1]

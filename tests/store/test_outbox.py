@@ -10,10 +10,10 @@ import time
 import pytest
 
 from store import redis_keys
-from store.outbox import Outbox
+from store.webhooks.outbox import Outbox
 from webhooks.deliveries import Attempt, next_try_in
-from store.review_queue import ReviewQueue
-from store.webhook_endpoints import WebhookStore
+from store.review.queue import ReviewQueue
+from store.webhooks.endpoints import WebhookStore
 from webhooks.deliveries import WebhookRules
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from store import redis_keys
-from store.review_browse import MAX_SCANNED, QueueFilter, ReviewBrowser
-from store.review_queue import ReviewQueue
+from store.review.browse import MAX_SCANNED, QueueFilter, ReviewBrowser
+from store.review.queue import ReviewQueue
 
 pytestmark = pytest.mark.anyio
 FLOOD = 6_000

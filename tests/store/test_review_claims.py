@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from store import redis_keys
-from store.review_claims import Claims
+from store.review.claims import Claims
 
 pytestmark = pytest.mark.anyio
 

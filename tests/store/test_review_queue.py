@@ -8,7 +8,7 @@ import time
 import pytest
 
 from store import redis_keys
-from store.review_queue import (
+from store.review.queue import (
     InvalidReviewField,
     ReportLimitExceeded,
     ReviewAlreadyDecided,

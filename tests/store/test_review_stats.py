@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from store.review_stats import QueueStats
-from store.review_queue import ReviewQueue
+from store.review.stats import QueueStats
+from store.review.queue import ReviewQueue
 
 pytestmark = pytest.mark.anyio
 NOW = 1_800_000_000.0  # on the hour

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.review_queue import ReviewQueue
+from store.review.queue import ReviewQueue
 from policy.types import MAX_REVIEW_TEXT_CHARS
 
 pytestmark = pytest.mark.anyio

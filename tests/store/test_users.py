@@ -8,8 +8,8 @@ import pytest
 from store import redis_keys
 import asyncio
 
-from store.sessions import LoginThrottle, SessionStore
-from store.users import (
+from store.people.sessions import LoginThrottle, SessionStore
+from store.people.users import (
     MAX_ACCOUNTS_PER_USER, MIN_PASSWORD_CHARS, InvalidAccounts, InvalidPassword, UserExists, UserStore, hash_password,
     valid_login_name, verify_password,
 )  # fmt: skip

@@ -1,4 +1,4 @@
-"""The widget's state in the store (store/widget.py): a token's uses are taken atomically, the signing secret is
+"""The widget's state in the store (store/widget/tokens.py): a token's uses are taken atomically, the signing secret is
 one for every replica, a verdict's nonce is redeemed once, and origins and their reverse index agree."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from policy.types import CategoryThresholds, Plan, Profile
-from store.config import ConfigStore
-from store.widget import WidgetAdmitted, WidgetRefused, WidgetStore
+from store.keys.config import ConfigStore
+from store.widget.tokens import WidgetAdmitted, WidgetRefused, WidgetStore
 
 pytestmark = pytest.mark.anyio
 SITE = "https://comments.example"

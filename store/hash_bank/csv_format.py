@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from store.hash_bank import HEX_CHARS, BankEntry
+from store.hash_bank.bank import HEX_CHARS, BankEntry
 
 HEX_DIGITS = frozenset("0123456789abcdef")
 

@@ -1,7 +1,7 @@
 """Rate-limit refusals (429 rate_limited) per account and UTC month, for the operators' usage page.
 
 Counted by the ingress when it refuses a request for its key's rate (serve_app/auth.py). One small expiring counter
-per account and month, like the quota's (store/quota.py), so a flood of refusals costs one INCR each and no memory
+per account and month, like the quota's (store/keys/quota.py), so a flood of refusals costs one INCR each and no memory
 beyond the counter.
 """
 
@@ -12,7 +12,7 @@ import time
 from redis.asyncio import Redis
 
 from store import redis_keys
-from store.quota import month_of
+from store.keys.quota import month_of
 
 # Kept a little past its month, like the quota counters, so last month's figure can still be read early in the next.
 REFUSALS_TTL_S = 40 * 24 * 3600

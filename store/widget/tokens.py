@@ -1,7 +1,7 @@
 """The browser widget's state in Redis: each key's allowed page origins, widget tokens, the verdict signing secret,
 redeemed verdicts and each key's widget use. The key schema is documented in `store.redis_keys`.
 
-A token's secret is never stored, only its SHA-256, as for API keys (store/config.py). Nothing the widget sends
+A token's secret is never stored, only its SHA-256, as for API keys (store/keys/config.py). Nothing the widget sends
 (the text, the photo) is stored here.
 """
 
@@ -17,8 +17,8 @@ from redis.asyncio import Redis
 from policy.types import ApiKey, Plan, Profile
 from policy.widget_tokens import ADDRESS_BURST, ADDRESS_RATE_PER_S
 from store import redis_keys
-from store.lua_widget import SET_WIDGET_ORIGINS, WIDGET_AUTHORIZE
-from store.quota import month_of
+from store.widget.lua import SET_WIDGET_ORIGINS, WIDGET_AUTHORIZE
+from store.keys.quota import month_of
 
 TOKEN_PREFIX = "wt_"
 SIGNING_SECRET_BYTES = 32
@@ -95,7 +95,7 @@ class WidgetStore:
 
     async def admit_check(self, secret: str, *, origin: str, address: str) -> WidgetAdmitted | WidgetRefused:
         """Takes a use of the token `secret` for a check from `origin` and `address`, in one step (the
-        WIDGET_AUTHORIZE script of `store.lua_widget`)."""
+        WIDGET_AUTHORIZE script of `store.widget.lua`)."""
         reply = await self._authorize(
             keys=[redis_keys.widget_token(_sha256_hex(secret))],
             args=[

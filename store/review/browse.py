@@ -6,7 +6,7 @@ overdue for its client; ids are handed out in order, so an index's ascending ids
 An account filter, and a moderator's scope (the accounts an operator assigned them), read each account's own
 pending-ids index, never the global one: behind one account's flood, another account's items are found at once.
 Several accounts' indexes are merged by id. Items queued before that index existed are added to it on first read
-(store/lua.py BACKFILL_PENDING_IDS), the only write here.
+(store/review/lua.py BACKFILL_PENDING_IDS), the only write here.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from store import lua, redis_keys
-from store.review_queue import review_item_of
+from store import redis_keys
+from store.review import lua
+from store.review.queue import review_item_of
 from policy.types import ReviewItem
 
 _PAGE = 200

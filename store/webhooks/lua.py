@@ -1,13 +1,12 @@
-"""The Lua of the webhook outbox (store/outbox.py) and of the hash bank's learning step (the other Lua of the
-store, admission and the review queue, is `store.lua`).
+"""The Lua of the webhook outbox (store/webhooks/outbox.py) and of the hash bank's learning step.
 
-`EMIT_EVENTS` is a Lua function that the review scripts of `store.lua` include, so that an event is written in the
+`EMIT_EVENTS` is a Lua function that the review scripts of `store.review.lua` include, so that an event is written in the
 very step that changes the review item: a creation or a decision is never acknowledged without its deliveries, and
 no delivery exists for a change that did not happen. It writes one delivery per enabled endpoint of the account that
 subscribes to the event, with the request body the worker will send (never the content: the item's id, reference,
 status, reason, decided_at and category scores). An account without endpoints costs one SMEMBERS.
 
-Its arguments come at the END of ARGV (`store.outbox.review_event_args`), so that the review scripts' own argument
+Its arguments come at the END of ARGV (`store.webhooks.outbox.review_event_args`), so that the review scripts' own argument
 positions do not move: ARGV[n-10] account endpoints prefix, ARGV[n-9] endpoint prefix, ARGV[n-8] delivery prefix,
 ARGV[n-7] due lane prefix, ARGV[n-6] due accounts zset, ARGV[n-5] undelivered zset, ARGV[n-4] event id base (random,
 per call), ARGV[n-3] the event's ISO timestamp, ARGV[n-2] now (unix seconds), ARGV[n-1] hash bank prefix, ARGV[n]

@@ -3,7 +3,7 @@ it) holds it for a few minutes. Opening an item never claims it: a GET changes n
 
 A claim keeps two moderators from working the same item at once; it is a courtesy, not the guard on decisions:
 a decision is final whoever holds the claim (ReviewQueue.decide answers ReviewAlreadyDecided to the second one).
-Taking or renewing a claim is one script (store/lua.py CLAIM_REVIEW_ITEM), so two moderators claiming an item at
+Taking or renewing a claim is one script (store/review/lua.py CLAIM_REVIEW_ITEM), so two moderators claiming an item at
 the same moment cannot both hold it. A claim expires by itself: a moderator who walks away frees the item.
 """
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from store import lua, redis_keys
+from store import redis_keys
+from store.review import lua
 
 CLAIM_S = 5 * 60
 

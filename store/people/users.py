@@ -4,7 +4,7 @@ Machines keep the admin token (admin/guard.py); people log in with a name and a 
 stored only as a scrypt hash (hashlib's, a memory-hard KDF in the standard library, so no extra dependency), with
 its own random salt and its cost parameters beside it, so the cost can be raised later without breaking old hashes.
 A user has an `id` (random, new at every creation) and a `generation` (bumped at every password or role change);
-a session holds both (store/sessions.py), so deleting and re-creating a name, or changing its password or role,
+a session holds both (store/people/sessions.py), so deleting and re-creating a name, or changing its password or role,
 ends every session opened before. A moderator sees and decides only the items of the `accounts` an operator
 assigned them (none: nothing); an operator sees every account.
 Key schema: `store.redis_keys` (mod:user:{name}, mod:users).

@@ -7,7 +7,7 @@ or slow receiver never delays another's. The worker leases what it takes (`claim
 leaves the lease to run out, and the delivery is taken again, so a receiver may see an event twice (the same
 `webhook-id`) but never misses one. Everything lives in the AOF store, so a restart of the worker or of the
 store loses nothing. Retries follow `WebhookRules.retry_schedule_s` with jitter, later when the receiver's
-Retry-After asks for more. Scripts: `store.lua_outbox`; keys: `store.redis_keys`.
+Retry-After asks for more. Scripts: `store.webhooks.lua`; keys: `store.redis_keys`.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from datetime import datetime, timezone
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
-from store import lua_outbox, redis_keys
-from store.webhook_endpoints import endpoint_for_delivery
+from store import redis_keys
+from store.webhooks import lua as lua_outbox
+from store.webhooks.endpoints import endpoint_for_delivery
 from webhooks.deliveries import DELIVERED, Attempt, Delivery, WebhookRules, next_try_in
 
 
 def review_event_args(now: float) -> list:
-    """The arguments the review scripts take at the end of ARGV (store/lua_outbox.py, EMIT_EVENTS)."""
+    """The arguments the review scripts take at the end of ARGV (store/webhooks/lua.py, EMIT_EVENTS)."""
     stamp = datetime.fromtimestamp(now, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return [
         redis_keys.WEBHOOK_ACCOUNT_PREFIX, redis_keys.WEBHOOK_ENDPOINT_PREFIX, redis_keys.WEBHOOK_DELIVERY_PREFIX,

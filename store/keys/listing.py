@@ -1,6 +1,6 @@
 """Lists of what the config store holds, for the operators' dashboard pages: plans, profiles, live keys.
 
-`store.config.ConfigStore` reads and writes one record by name; these walk the store (SCAN, bounded) so an operator
+`store.keys.config.ConfigStore` reads and writes one record by name; these walk the store (SCAN, bounded) so an operator
 can see every record without knowing its name. Read only.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from store import redis_keys
-from store.config import UnreadableRecord, read_record
+from store.keys.config import UnreadableRecord, read_record
 from policy.types import ApiKey, Plan, Profile
 
 # Plans and profiles are a handful; keys a few thousand at most in a self-hosted install. The lists stop here.
@@ -26,7 +26,7 @@ async def _named(redis: Redis, prefix: str) -> list[str]:
 
 
 async def _readable(redis: Redis, model: type, prefix: str) -> list:
-    """Every stored record of `prefix` that can be read; one that cannot is logged (store.config.read_record) and
+    """Every stored record of `prefix` that can be read; one that cannot is logged (store.keys.config.read_record) and
     left out, so that one bad record never takes the page down."""
     names = await _named(redis, prefix)
     rows = await redis.mget([prefix + name for name in names]) if names else []

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from store import redis_keys
-from store.review_decision_counts import HOUR_S, hour_of
-from store.review_queue import review_item_of
+from store.review.decision_counts import HOUR_S, hour_of
+from store.review.queue import review_item_of
 
 # The most accounts the pending counts walk: the page and the metrics stay bounded whatever the store holds.
 MAX_ACCOUNTS = 1_000

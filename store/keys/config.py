@@ -16,8 +16,9 @@ from typing import TypeVar
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
-from store import lua, redis_keys
-from store.quota import Admission, Taken
+from store import redis_keys
+from store.keys import lua
+from store.keys.quota import Admission, Taken
 from policy.types import ApiKey, Plan, Profile
 
 log = logging.getLogger("moderation.config")
@@ -142,7 +143,7 @@ class ConfigStore:
         """Authenticates `secret` and takes a token of its key's rate bucket, in one Redis round trip.
 
         None for an unknown or revoked key, Unconfigured for a key whose plan or profile is gone;
-        neither takes a token. This is the service's rate limit (the AUTHORIZE script of `store.lua`):
+        neither takes a token. This is the service's rate limit (the AUTHORIZE script of `store.keys.lua`):
         a token bucket per key, at the rate and burst of the key's plan. Only the secret's SHA-256
         goes to Redis. Without `now` the bucket uses Redis TIME, so all replicas share one clock.
 
@@ -186,7 +187,7 @@ class ConfigStore:
 
 
 def _authorization_of(reply: list[str]) -> Authorized | Unconfigured | None:
-    """The typed form of the AUTHORIZE script's reply (see `store.lua`)."""
+    """The typed form of the AUTHORIZE script's reply (see `store.keys.lua`)."""
     outcome, *fields = reply
     if outcome == "refused":
         return None

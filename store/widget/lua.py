@@ -1,10 +1,10 @@
-"""The Lua of the browser widget (store/widget.py): a token's check and an operator's change of a key's origins.
+"""The Lua of the browser widget (store/widget/tokens.py): a token's check and an operator's change of a key's origins.
 
-As in `store.lua`, keys named after values read inside a script come in as prefixes in ARGV (`store.redis_keys`),
+As in `store.keys.lua`, keys named after values read inside a script come in as prefixes in ARGV (`store.redis_keys`),
 which assumes a single Redis instance (no Cluster).
 """
 
-from store.lua import KEY_WITH_CONFIG, TAKE_RATE_TOKEN
+from store.keys.lua import KEY_WITH_CONFIG, TAKE_RATE_TOKEN
 
 # One widget check's admission, in one step, so that concurrent checks of one token never spend a use twice and a
 # refused check spends nothing: the token (gone once expired: its hash has an EXPIREAT), its key live with its plan

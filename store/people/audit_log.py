@@ -31,21 +31,6 @@ from redis.asyncio import Redis
 
 from store import redis_keys
 
-# The request.state names by which the admin app's handlers tell the audit log who acted and on what
-# (admin/audit_middleware.py reads them; the admin guard and the dashboard's login set them).
-# Set on request.state by the admin guard once the token was right (admin/guard.py require_admin): only
-# then is a change recorded, so an unauthenticated call that never reached the guard (an unknown path, a wrong
-# method) cannot write entries as "admin-token".
-ACTOR_STATE = "admin_actor"
-# What a route sets on request.state when its target is known only once it ran (a created key's id).
-TARGET_STATE = "audit_target"
-# What a route sets when its target belongs to an account (a decided review item's).
-ACCOUNT_STATE = "audit_account"
-# What a route sets to keep a request out of the log: a wrong dashboard password that engaged no brake (the log
-# records the brakes engaging, once per window, so a guesser cannot flood it; dashboard/routes_login.py).
-SKIP_STATE = "audit_skip"
-
-
 DAY_S = 24 * 3600
 MAX_FIELD_CHARS = 256
 FIELDS = ("at", "actor", "source", "action", "target", "status", "account")

@@ -4,7 +4,7 @@ An endpoint is a URL (checked by `webhooks.url_guard`), the events it subscribes
 live secret, plus, for `secret_overlap_s` after a rotation, the previous one, so that a receiver can change its
 secret without missing or rejecting an event (every request is signed with each live secret). Secrets are stored
 as they are (the worker must sign with them) and shown only when created or rotated. The deliveries themselves:
-`store.outbox`. Key schema: `store.redis_keys`.
+`store.webhooks.outbox`. Key schema: `store.redis_keys`.
 """
 
 from __future__ import annotations

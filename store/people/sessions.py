@@ -14,7 +14,7 @@ Wrong passwords are counted in fixed windows of `LOGIN_WINDOW_S`, twice (docs/da
   addresses that guessed wrong: the real user from an address without failures (a fresh one) always gets in, and
   their own address, after a typo, waits at most `LOGIN_WINDOW_S` (its window ends, and it is fresh again).
 A name is counted under its SHA-256 (fixed width, so a counter costs the same whatever was typed) and only once it
-passed the user-name rule (store/users.py valid_login_name), so nothing is stored for a malformed name.
+passed the user-name rule (store/people/users.py valid_login_name), so nothing is stored for a malformed name.
 Key schema: `store.redis_keys` (mod:session:{sha256}, mod:login-failures:{sha256}, mod:login-failures-from:{addr}).
 """
 

@@ -2,7 +2,7 @@
 
 An item is a hash: its immutable fields as one JSON `data` field, and `status` / `decided_at`
 as plain fields, so the Lua scripts can check and change the status without parsing JSON.
-Key schema: `store.redis_keys`. Scripts: `store.lua`.
+Key schema: `store.redis_keys`. Scripts: `store.review.lua`.
 
 What the store keeps is bounded by `ReviewRules`: a reference's report counter expires after its
 last report, an account's reports and escalations per UTC day are capped (`ReportLimitExceeded`,
@@ -23,8 +23,9 @@ from typing import Literal
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
-from store import lua, redis_keys, review_decision_counts
-from store.outbox import review_event_args
+from store import redis_keys
+from store.review import decision_counts, lua
+from store.webhooks.outbox import review_event_args
 from policy.types import MAX_FIELD_CHARS, MAX_REVIEW_TEXT_CHARS, ContentKind, ReviewItem, ReviewReason
 
 DECISIONS = ("approved", "rejected")
@@ -169,7 +170,7 @@ class ReviewQueue:
 
     @staticmethod
     def _queue_keys() -> list[str]:
-        # The layout of the scripts' queue keys (store/lua.py, _REVIEW_LAYOUT).
+        # The layout of the scripts' queue keys (store/review/lua.py, _REVIEW_LAYOUT).
         return [
             redis_keys.review_next_id(),
             redis_keys.review_all(),
@@ -179,7 +180,7 @@ class ReviewQueue:
 
     @staticmethod
     def _queue_args(now: float) -> list:
-        # The layout of the scripts' queue arguments (store/lua.py, _REVIEW_LAYOUT).
+        # The layout of the scripts' queue arguments (store/review/lua.py, _REVIEW_LAYOUT).
         return [
             redis_keys.REVIEW_ITEM_PREFIX, redis_keys.REVIEW_ACCOUNT_PREFIX, redis_keys.REVIEW_PENDING_ACCOUNT_PREFIX,
             repr(now), _PRUNE_PER_CALL, redis_keys.REVIEW_PENDING_IDS_PREFIX,
@@ -299,7 +300,7 @@ class ReviewQueue:
             raise ReviewItemNotFound(item_id)
         if outcome == "decided":
             raise ReviewAlreadyDecided(item_id)
-        await review_decision_counts.count_decision(self._redis, now)
+        await decision_counts.count_decision(self._redis, now)
         return review_item_of(item_id, dict(zip(reply[1::2], reply[2::2])))
 
     async def prune(self, now: float | None = None) -> int:

@@ -1,5 +1,5 @@
 """Decisions counted per UTC hour as they are made (ReviewQueue.decide), for the queue's decisions-per-hour figure
-(store/review_stats.py): small expiring counters, so the rate costs two reads however long the queue's history."""
+(store/review/stats.py): small expiring counters, so the rate costs two reads however long the queue's history."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Monthly quota (per account, UTC calendar month) and work in progress (per account) in Redis.
 
-Checked and taken inside Redis by one Lua script (`store.lua`), so concurrent requests, on
+Checked and taken inside Redis by one Lua script (`store.keys.lua`), so concurrent requests, on
 however many replicas, can never take more than there is. The same step takes the request's
 slot of work in progress: an account holds at most its plan's `max_in_flight` moderation
 requests past this point at once, counted across every ingress replica. The rate limit is not here: it is
-taken by `ConfigStore.authorize` (`store.config`), in the same Redis round trip that finds
+taken by `ConfigStore.authorize` (`store.keys.config`), in the same Redis round trip that finds
 the request's key, plan and profile.
 """
 
@@ -19,7 +19,8 @@ from enum import Enum
 
 from redis.asyncio import Redis
 
-from store import lua, redis_keys
+from store import redis_keys
+from store.keys import lua
 
 log = logging.getLogger("moderation.quota")
 
@@ -48,7 +49,7 @@ class WorkSlot:
 class Admission:
     """A moderation request's first quota unit and its work slot, taken in the step that authorizes it
     (`ConfigStore.authorize`), so that one store round trip admits the request. `released`: (account, slot id) of
-    this process's ended requests, given back in the same step (`Limits.release_slot`)."""
+    this process's ended requests, given back in the same step (`QuotaStore.release_slot`)."""
 
     charged_at: float
     slot_id: str
@@ -56,7 +57,7 @@ class Admission:
     released: tuple[tuple[str, str], ...] = ()
 
     def script_args(self) -> list[str | float | int]:
-        """The AUTHORIZE script's arguments past its fifth (store/lua.py)."""
+        """The AUTHORIZE script's arguments past its fifth (store/keys/lua.py)."""
         month, expire_at = month_of(self.charged_at)
         released = [part for pair in self.released for part in pair]
         return ["admit", month, expire_at, redis_keys.QUOTA_PREFIX, redis_keys.WORK_IN_PROGRESS_PREFIX, self.slot_id,
@@ -71,7 +72,7 @@ def month_of(now: float) -> tuple[str, int]:
     return moment.strftime("%Y-%m"), int(month_end) + QUOTA_KEPT_AFTER_MONTH_END_S
 
 
-class Limits:
+class QuotaStore:
     def __init__(self, redis: Redis):
         self._redis = redis
         self._take_quota = redis.register_script(lua.TAKE_QUOTA)
