@@ -1,4 +1,4 @@
-"""The dashboard's form bodies: read with a size bound, and checked for the session's CSRF token.
+"""The dashboard's form bodies, read with a size bound (their CSRF check: dashboard/csrf.py).
 
 Every form is `application/x-www-form-urlencoded` (the browser's default) and small, so the body is read up to
 `MAX_FORM_BYTES` and parsed here: a larger one is refused before it is held whole.
@@ -6,16 +6,13 @@ Every form is `application/x-www-form-urlencoded` (the browser's default) and sm
 
 from __future__ import annotations
 
-import hmac
 from urllib.parse import parse_qs
 
 from fastapi import Request
 
 from dashboard.errors import PageError
-from store.people.sessions import Session
 
 MAX_FORM_BYTES = 64 * 1024
-CSRF_FIELD = "csrf_token"
 
 
 class Form(dict):
@@ -37,10 +34,3 @@ async def read_page_form(request: Request) -> Form:
         raise PageError(400, "The form could not be read.") from None
     return Form({name: values[0] for name, values in fields.items()})
 
-
-async def checked_form(request: Request, session: Session) -> Form:
-    """The form, if it carries the session's CSRF token; 403 otherwise (a page of another site posting here)."""
-    form = await read_page_form(request)
-    if not hmac.compare_digest(form.get(CSRF_FIELD, "").encode(), session.csrf_token.encode()):
-        raise PageError(403, "The form's CSRF token is missing or wrong: reload the page and try again.")
-    return form

@@ -15,7 +15,8 @@ from starlette.responses import RedirectResponse, Response
 
 from dashboard.auth import PATH, Viewer, operator
 from dashboard.errors import PageError
-from dashboard.forms import Form, checked_form
+from dashboard.csrf import checked_form
+from dashboard.forms import Form
 from dashboard.pages import render
 from store.keys.listing import list_live_keys, list_plans, list_profiles
 from policy.types import BETA_CATEGORIES, IMAGE_CATEGORIES, PRIMARY_CATEGORIES, TEXT_CATEGORIES, Plan, Profile

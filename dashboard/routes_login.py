@@ -12,26 +12,18 @@ and never a typed name that is no user's.
 
 from __future__ import annotations
 
-import hmac
-import secrets
-
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import RedirectResponse, Response
 
-from dashboard.auth import (
-    PATH, Viewer, actor, clear_session_cookie, open_session, set_cookie, set_session_cookie, signed_in, stores,
-)  # fmt: skip
+from dashboard.auth import PATH, Viewer, actor, clear_session_cookie, open_session, set_session_cookie, signed_in, stores
+from dashboard.csrf import check_login_token, checked_form, forget_login_token, new_login_token, set_login_cookie
 from dashboard.errors import PageError
-from dashboard.forms import CSRF_FIELD, checked_form, read_page_form
+from dashboard.forms import read_page_form
 from dashboard.pages import render
 from serve_app.audit_names import ACTOR_STATE, SKIP_STATE, TARGET_STATE
 from store.people.users import valid_login_name
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
-# Before there is a session, the login form's CSRF token is a double-submit cookie: another site's page can neither
-# read it nor (SameSite=Strict) make the browser send it, so it cannot log a moderator in as someone else.
-LOGIN_COOKIE = "moderation_login_csrf"
-LOGIN_COOKIE_AGE_S = 3600
 BRAKE_MESSAGES = {
     "address": "Too many wrong passwords from your address; try again in {s} s.",
     "name": "Too many wrong passwords for this account; try again in {s} s (or from another network).",
@@ -39,9 +31,9 @@ BRAKE_MESSAGES = {
 
 
 def _login_page(request: Request, status: int = 200, message: str = "", name: str = "") -> Response:
-    token = secrets.token_urlsafe(24)
+    token = new_login_token()  # the form's CSRF token (dashboard/csrf.py)
     response = render(request, "login.html", status=status, login_csrf=token, message=message, name=name)
-    set_cookie(response, request, LOGIN_COOKIE, token, LOGIN_COOKIE_AGE_S)
+    set_login_cookie(response, request, token)
     return response
 
 
@@ -58,9 +50,7 @@ async def login_page(request: Request) -> Response:
 @router.post("/login")
 async def login(request: Request) -> Response:
     form = await read_page_form(request)
-    expected = request.cookies.get(LOGIN_COOKIE, "")
-    if not expected or not hmac.compare_digest(form.get(CSRF_FIELD, "").encode(), expected.encode()):
-        raise PageError(403, "The login form expired or came from another page: reload it and try again.")
+    check_login_token(request, form)
     name, password = form.text("name"), form.get("password", "")
     if not valid_login_name(name):
         setattr(request.state, SKIP_STATE, True)
@@ -79,7 +69,7 @@ async def login(request: Request) -> Response:
     token, _ = await open_session(request, user)
     response = RedirectResponse(f"{PATH}/", status_code=303)
     set_session_cookie(response, request, token)
-    response.delete_cookie(LOGIN_COOKIE, path=PATH)
+    forget_login_token(response)
     return response
 
 

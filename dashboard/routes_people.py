@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from dashboard.auth import PATH, Viewer, open_session, operator, set_session_cookie, signed_in, stores
 from dashboard.errors import PageError
-from dashboard.forms import checked_form
+from dashboard.csrf import checked_form
 from dashboard.pages import render
 from policy.names import NAME_PATTERN
 from store.people.users import ROLES, InvalidAccounts, InvalidPassword, UserExists

@@ -21,7 +21,7 @@ from starlette.responses import RedirectResponse, Response
 
 from dashboard.auth import PATH, Viewer, signed_in, stores
 from dashboard.errors import PageError
-from dashboard.forms import checked_form
+from dashboard.csrf import checked_form
 from dashboard.pages import render
 from dashboard.reasons import REASONS, preselected
 from dashboard.review_view import score_rows

@@ -12,7 +12,7 @@ from starlette.responses import RedirectResponse, Response
 
 from dashboard.auth import PATH, Viewer, operator
 from dashboard.errors import PageError
-from dashboard.forms import checked_form
+from dashboard.csrf import checked_form
 from dashboard.pages import render
 from policy.widget_tokens import InvalidOrigin, normal_origins
 from serve_app.auth import services

@@ -1,0 +1,3 @@
+"""Per-account banks of PDQ hashes of rejected images (`bank.py`) and the HMA CSV format operators exchange them in
+(`csv_format.py`). Matching an image against a bank is the moderation flow's (moderation/hash_matching.py).
+"""

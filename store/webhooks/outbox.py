@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from store import redis_keys
-from store.webhooks import lua as lua_outbox
+from store.webhooks import lua
 from store.webhooks.endpoints import endpoint_for_delivery
 from webhooks.deliveries import DELIVERED, Attempt, Delivery, WebhookRules, next_try_in
 
@@ -68,9 +68,9 @@ class Outbox:
         self._redis = redis
         self.rules = rules or WebhookRules()
         self._rng = rng or random.Random()
-        self._claim = redis.register_script(lua_outbox.CLAIM_DUE)
-        self._record = redis.register_script(lua_outbox.RECORD_ATTEMPT)
-        self._redeliver = redis.register_script(lua_outbox.REDELIVER)
+        self._claim = redis.register_script(lua.CLAIM_DUE)
+        self._record = redis.register_script(lua.RECORD_ATTEMPT)
+        self._redeliver = redis.register_script(lua.REDELIVER)
 
     @property
     def lease_s(self) -> float:
