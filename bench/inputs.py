@@ -29,7 +29,6 @@ TEXTS = (
     "know about it, it is tracked, and a fix is in the next release. Thanks to everyone who posted logs, they "
     "really helped. And to the person who keeps calling people names: last warning.",
 )
-LONG_TEXT_CHARS = 20_000
 
 
 def photo_jpegs() -> list[bytes]:
@@ -44,14 +43,6 @@ def photo_jpegs() -> list[bytes]:
         Image.fromarray(pixels).convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
         jpegs.append(buffer.getvalue())
     return jpegs
-
-
-def long_text() -> str:
-    """About LONG_TEXT_CHARS of benign prose made of the texts above: a plan's largest text."""
-    text, parts = "", list(TEXTS[3:])
-    while len(text) < LONG_TEXT_CHARS:
-        text += " " + parts[len(text) % len(parts)]
-    return text[:LONG_TEXT_CHARS].strip()
 
 
 def grainy_photo(side: int, *, sample: str = "astronaut", grain: int = 16, seed: int = 0):

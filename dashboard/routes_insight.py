@@ -11,11 +11,9 @@ from starlette.responses import Response
 from dashboard.auth import PATH, Viewer, actor, operator, signed_in, stores
 from dashboard.errors import PageError
 from dashboard.pages import render
-from store import redis_keys
 from store.keys.listing import list_live_keys
 from store.keys.quota import month_of
 from store.keys.rate_limit import RateRefusals
-from store.review.queue import day_of
 from serve_app.auth import services
 from policy.names import STREAM_ID_PATTERN
 
@@ -31,13 +29,13 @@ async def accounts_page(request: Request, viewer: Viewer = Depends(operator)) ->
     svc, now = services(request), time.time()
     accounts = sorted({key.account for key in await list_live_keys(svc.redis)})
     health = await stores(request).stats.health(now)
-    refusals, day = RateRefusals(svc.redis), day_of(now)[0]
+    refusals = RateRefusals(svc.redis)
     rows = []
     for account in accounts:
-        reports = await svc.redis.get(redis_keys.reports_on_day(account, day))
         rows.append({
             "account": account, "used": await svc.quota.quota_used(account, now),
-            "rate_refusals": await refusals.this_month(account, now), "reports_today": int(reports or 0),
+            "rate_refusals": await refusals.this_month(account, now),
+            "reports_today": await svc.reviews.daily_reports(account, now),
             "pending": health.pending_by_account.get(account, 0),
             "feedback": await svc.feedback.list(account, limit=FEEDBACK_SHOWN) if svc.feedback else [],
         })  # fmt: skip

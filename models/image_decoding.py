@@ -1,7 +1,7 @@
 """Turn uploaded bytes into a few small RGB frames, safely.
 
 The upload's declared content type is never trusted: the format is sniffed from the first bytes, and only the
-raster formats listed in ``ACCEPTED_FORMATS`` are handed to Pillow, restricted to that one plugin.
+raster formats ``sniff_format`` recognises are handed to Pillow, restricted to that one plugin.
 
 The work one upload can cost is bounded before it is spent (an upload is hostile until decoded):
 - Pillow decodes every frame before the one it seeks to (GIF, APNG and WebP frames are deltas) and its ``n_frames``
@@ -75,7 +75,6 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"II*\x00", "TIFF"),
     (b"MM\x00*", "TIFF"),
 )
-ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
 
 # The same table as PIL.ImageOps.exif_transpose, applied after shrinking because it is cheaper there.
 _ORIENTATION_TRANSPOSE = {

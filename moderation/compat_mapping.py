@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from policy.decisions import reaches_review
 from policy.types import Profile
 
 # OpenAI category -> sources: (content kind, our categories that must all hold).
@@ -52,7 +53,7 @@ class Part:
 
 def _reached(profile: Profile, category: str, scores: dict[str, float]) -> bool:
     limits = profile.categories.get(category)
-    return limits is not None and limits.enabled and scores.get(category, 0.0) >= limits.review
+    return limits is not None and limits.enabled and reaches_review(scores.get(category, 0.0), limits.review)
 
 
 def openai_result(parts: Iterable[Part], profile: Profile) -> dict:

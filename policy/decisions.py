@@ -36,10 +36,15 @@ class Decision:
                 "blocked_by": list(self.blocked_by), "mode": self.mode, "profile": self.profile}  # fmt: skip
 
 
+def reaches_review(score: float, review: float) -> bool:
+    """Whether a category's score reached its review threshold: the least score that is not allowed."""
+    return score >= review
+
+
 def recommend(score: float, review: float, block: float) -> Action:
     if score >= block:
         return "block"
-    if score >= review:
+    if reaches_review(score, review):
         return "review"
     return "allow"
 

@@ -90,13 +90,10 @@ class WebhookWorker:
             task.add_done_callback(self._sending.pop)
         return len(claimed)
 
-    async def run_once(self) -> int:
-        """Starts what is due and waits until those attempts are recorded; returns how many (tests, one-off runs)."""
-        started = await self.start_due()
+    async def finish_sending(self) -> None:
+        """Waits until every attempt under way is recorded: each ends within its timeout, whatever the receiver does."""
         if self._sending:
             await asyncio.wait(set(self._sending))
-        await self._report_backlog()
-        return started
 
     async def _deliver(self, delivery: Delivery) -> None:
         attempt = await self.sender.send(delivery)  # never raises: every failure is an outcome
@@ -129,8 +126,7 @@ class WebhookWorker:
             # Wake as soon as an attempt is settled (its slot takes the next due delivery), or to look again.
             await asyncio.wait({stopping, *self._sending}, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
-        if self._sending:  # the attempts under way end within their timeout and are recorded
-            await asyncio.wait(set(self._sending))
+        await self.finish_sending()
         await self.sender.aclose()
 
     def stop(self) -> None:

@@ -6,6 +6,9 @@ never reachable where clients are.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from serve_app import routes_openai, routes_perspective, routes_public, routes_widget
@@ -20,6 +23,15 @@ from serve_app.widget_cors import WidgetCorsMiddleware
 API_VERSION = "1.0.0"
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    # At shutdown (Serve stops the replica, or uvicorn exits): the work slots of ended requests go back to the store
+    # now, not at their lease's end (store/keys/quota.py), so the account's next requests on other replicas are not
+    # refused for slots nobody holds.
+    await app.state.services.quota.settled()
+
+
 def create_app(services: Services) -> FastAPI:
     app = FastAPI(
         title="Content moderation API",
@@ -27,6 +39,7 @@ def create_app(services: Services) -> FastAPI:
         description="Scores images and text with real models and decides by the caller's profile.",
         docs_url=None,
         redoc_url=None,
+        lifespan=_lifespan,
     )
     install_docs(app)  # /docs with Swagger UI's files served here, not from a CDN
     app.state.services = services

@@ -78,7 +78,7 @@ async def _caller(request: Request, secret: str | None, *, admit: str | None = N
     if isinstance(found, Unconfigured):
         # The key points at a plan or profile that is gone or cannot be read (logged): refuse rather than guess.
         if first_unit is not None:  # the store could read its plan: give back what it took
-            await give_back_first_unit(limits, found.key.account, first_unit)
+            await give_back_first_unit(quota, found.key.account, first_unit)
         key = found.key
         raise StoreUnavailable(f"The key's plan or profile is not configured or cannot be read ({key.plan}, "
                                f"{key.profile}).")  # fmt: skip

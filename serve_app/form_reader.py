@@ -89,37 +89,56 @@ async def _read_urlencoded(request: Request) -> Form:
 async def _read_multipart(
     request: Request, boundary: bytes, max_file_bytes: int, file_fields: frozenset[str]
 ) -> Form:
-    form = Form()
-    parts: list[_Part] = []
-    header_name = bytearray()
-    header_value = bytearray()
+    collector = _FormCollector(max_file_bytes, file_fields)
+    await _feed(request, MultipartParser(boundary, collector.callbacks()), max_file_bytes + FORM_OVERHEAD_BYTES)
+    return collector.form
 
-    def on_part_begin() -> None:
-        if len(parts) >= MAX_PARTS:
+
+class _FormCollector:
+    """python-multipart's callbacks: builds the form part by part, and refuses a part at the limit it passes."""
+
+    def __init__(self, max_file_bytes: int, file_fields: frozenset[str]):
+        self.form = Form()
+        self._max_file_bytes, self._file_fields = max_file_bytes, file_fields
+        self._parts: list[_Part] = []
+        self._header_name, self._header_value = bytearray(), bytearray()
+
+    def callbacks(self) -> dict:
+        return {
+            "on_part_begin": self._on_part_begin,
+            "on_header_field": self._on_header_field,
+            "on_header_value": self._on_header_value,
+            "on_header_end": self._on_header_end,
+            "on_part_data": self._on_part_data,
+            "on_part_end": self._on_part_end,
+        }
+
+    def _on_part_begin(self) -> None:
+        if len(self._parts) >= MAX_PARTS:
             raise InvalidRequest(f"At most {MAX_PARTS} form parts are accepted.")
-        parts.append(_Part())
+        self._parts.append(_Part())
 
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header_name.extend(data[start:end])
+    def _on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self._header_name.extend(data[start:end])
 
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header_value.extend(data[start:end])
+    def _on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self._header_value.extend(data[start:end])
 
-    def on_header_end() -> None:
-        if bytes(header_name).lower() == b"content-disposition":
-            _, disposition = parse_options_header(bytes(header_value))
-            part = parts[-1]
+    def _on_header_end(self) -> None:
+        if bytes(self._header_name).lower() == b"content-disposition":
+            _, disposition = parse_options_header(bytes(self._header_value))
+            part = self._parts[-1]
             part.name = disposition.get(b"name", b"").decode("utf-8", "replace")
-            part.is_file = b"filename" in disposition or part.name in file_fields
+            part.is_file = b"filename" in disposition or part.name in self._file_fields
             if part.is_file:
-                _admit_file_part(part, parts, file_fields)
-        header_name.clear()
-        header_value.clear()
+                _admit_file_part(part, self._parts, self._file_fields)
+        self._header_name.clear()
+        self._header_value.clear()
 
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        part = parts[-1]
+    def _on_part_data(self, data: bytes, start: int, end: int) -> None:
+        part = self._parts[-1]
         part.size += end - start
-        limit = max_file_bytes if part.is_file else MAX_FIELD_BYTES
+        limit = self._max_file_bytes if part.is_file else MAX_FIELD_BYTES
         if part.size > limit:
             if part.is_file:
                 raise PartTooLarge(part.name)
@@ -127,27 +146,13 @@ async def _read_multipart(
         if part.kept:
             part.chunks.append(data[start:end])
 
-    def on_part_end() -> None:
-        part = parts[-1]
+    def _on_part_end(self) -> None:
+        part = self._parts[-1]
         data = b"".join(part.chunks)
         if part.is_file and part.kept:
-            form.files.setdefault(part.name, data)
+            self.form.files.setdefault(part.name, data)
         else:
-            form.fields.setdefault(part.name, data.decode("utf-8", "replace"))
-
-    parser = MultipartParser(
-        boundary,
-        {
-            "on_part_begin": on_part_begin,
-            "on_header_field": on_header_field,
-            "on_header_value": on_header_value,
-            "on_header_end": on_header_end,
-            "on_part_data": on_part_data,
-            "on_part_end": on_part_end,
-        },
-    )
-    await _feed(request, parser, max_file_bytes + FORM_OVERHEAD_BYTES)
-    return form
+            self.form.fields.setdefault(part.name, data.decode("utf-8", "replace"))
 
 
 async def _feed(request: Request, parser: MultipartParser, max_body_bytes: int) -> None:

@@ -8,6 +8,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from moderation.hash_matching import MATCH_DISTANCE_BITS
 from moderation.limits import BATCH_TEXT_LIMITS, MAX_BATCH_ITEMS
 from policy.types import MAX_FIELD_CHARS, Action, Mode, ReviewReason, ReviewStatus
 from serve_app.errors import NoSuchReviewItem
@@ -78,7 +79,9 @@ class HashMatchView(BaseModel):
     review_id: int | None = Field(
         description="The rejected review item the hash came from; absent for an imported hash."
     )
-    distance: int = Field(description="Bits (of 256) between the two PDQ hashes; a match is at most 31.")
+    distance: int = Field(
+        description=f"Bits (of 256) between the two PDQ hashes; a match is at most {MATCH_DISTANCE_BITS}."
+    )
 
 
 class _Result(BaseModel, Generic[RawScores]):

@@ -123,6 +123,12 @@ import hashlib
 
 PREFIX = "mod:"
 
+
+# A secret (API key, widget token, session cookie) or a login name is in a key name only as this SHA-256 hex.
+def secret_sha256_hex(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
 # The report script creates items itself and only learns the id inside Redis, so it gets the
 # prefix and appends the id: this constant is the single definition of that key's shape.
 REVIEW_ITEM_PREFIX = f"{PREFIX}review:item:"
@@ -266,10 +272,6 @@ def webhook_delivery(member: str) -> str:
 WEBHOOK_DUE_LANE_PREFIX = f"{PREFIX}webhooks:due:"
 
 
-def webhook_due_lane(account: str) -> str:
-    return f"{WEBHOOK_DUE_LANE_PREFIX}{account}"
-
-
 def webhook_due_accounts() -> str:
     return f"{PREFIX}webhooks:due_accounts"
 
@@ -298,6 +300,8 @@ def hash_bank(account: str) -> str:
 
 def hash_bank_version(account: str) -> str:
     return f"{HASH_BANK_VERSION_PREFIX}{account}"
+
+
 def review_claim(item_id: int) -> str:
     return f"{PREFIX}review:claim:{item_id}"
 

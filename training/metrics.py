@@ -22,15 +22,6 @@ def roc_auc(labels, scores) -> float:
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def precision_recall(labels, scores, threshold: float) -> tuple[float, float]:
-    labels = np.asarray(labels, dtype=bool)
-    flagged = np.asarray(scores) >= threshold
-    true_pos = int((flagged & labels).sum())
-    precision = true_pos / flagged.sum() if flagged.any() else 1.0
-    recall = true_pos / labels.sum() if labels.any() else float("nan")
-    return float(precision), float(recall)
-
-
 def threshold_for_false_positive_rate(labels, scores, max_rate: float) -> float:
     """Lowest threshold that flags at most `max_rate` of the benign texts (labels == 0).
 

@@ -6,7 +6,6 @@ key's record. SHA-256 without salt is enough here because the secrets are 32 ran
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import time
@@ -29,10 +28,6 @@ KEY_ID_PREFIX = "key_"
 KEY_ID_BYTES = 16  # 128-bit ids: never guessed, never repeated
 # A collision of 128 random bits does not happen; the retry is there so that one could never overwrite a key.
 KEY_CREATE_ATTEMPTS = 3
-
-
-def _sha256_hex(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 class UnreadableRecord(Exception):
@@ -128,7 +123,7 @@ class ConfigStore:
             created = await self._create_key(
                 keys=[
                     redis_keys.api_key(record.id),
-                    redis_keys.api_key_by_hash(_sha256_hex(secret)),
+                    redis_keys.api_key_by_hash(redis_keys.secret_sha256_hex(secret)),
                     redis_keys.live_api_keys(),
                 ],
                 args=[record.model_dump_json(), record.id],
@@ -155,7 +150,7 @@ class ConfigStore:
         (`taken` says how that went; None when nothing was asked or tried).
         """
         reply = await self._authorize(
-            keys=[redis_keys.api_key_by_hash(_sha256_hex(secret))],
+            keys=[redis_keys.api_key_by_hash(redis_keys.secret_sha256_hex(secret))],
             args=[
                 redis_keys.API_KEY_PREFIX,
                 redis_keys.PLAN_PREFIX,

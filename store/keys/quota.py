@@ -124,7 +124,7 @@ class QuotaStore:
         self._start_releasing()
 
     async def settled(self) -> None:
-        """Wait until every slot released so far was given back (or failed to be): for tests and shutdown."""
+        """Wait until every slot released so far was given back (or failed to be): a replica's shutdown, and tests."""
         while self._releaser is not None and not self._releaser.done():
             await asyncio.shield(self._releaser)
 

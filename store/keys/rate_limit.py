@@ -1,8 +1,21 @@
-"""Rate-limit refusals (429 rate_limited) per account and UTC month, for the operators' usage page.
+"""An API key's rate limit: every part of it is here or named here, and this module counts its refusals.
 
-Counted by the ingress when it refuses a request for its key's rate (serve_app/auth.py). One small expiring counter
-per account and month, like the quota's (store/keys/quota.py), so a flood of refusals costs one INCR each and no memory
-beyond the counter.
+- The numbers: each plan's `rate_per_second` and `burst` (`Plan` in policy/types.py; the shipped plans in
+  config/plans.yaml).
+- The bucket: one token bucket per key in Redis (`RATE_BUCKET_PREFIX` in store/redis_keys.py), refilled at the plan's rate up to its
+  burst and taken in one atomic step by the Lua function TAKE_RATE_TOKEN (store/keys/lua.py).
+- The check: every authenticated request takes a token in the same Redis round trip that finds its key, plan and
+  profile (the AUTHORIZE script, through `ConfigStore.authorize` in store/keys/config.py); a refused take spends
+  nothing and answers how long until a token is free.
+- The 429: `_caller` in serve_app/auth.py raises `RateLimited` (serve_app/errors.py: 429 `rate_limited` with
+  Retry-After) and counts the refusal (`count_rate_refusal` in serve_app/services.py, `RateRefusals` below), which
+  the operators' usage page shows.
+- Beside it, not per key: a widget check also takes a token of its client address's bucket
+  (`ADDRESS_RATE_PER_S` in policy/widget_tokens.py, WIDGET_AUTHORIZE in store/widget/lua.py), and HAProxy refuses a
+  client address past its keyless or refused-key requests (`SourceLimits` in runtime/haproxy_rules.py).
+
+Refusals are counted per account and UTC month in one small expiring counter, like the quota's (store/keys/quota.py),
+so a flood of refusals costs one INCR each and no memory beyond the counter.
 """
 
 from __future__ import annotations

@@ -1,10 +1,15 @@
 """Dashboard sessions and the brakes on password guessing, in the store.
 
 A session is a random cookie value; the store keeps only its SHA-256 (as for API keys), with the user's name, id and
-generation and the session's CSRF token, and forgets it `SESSION_TTL_S` after login or at logout. Every request
-re-reads the user and drops the session unless the user still exists with the same id and generation: deleting a
-user (even re-created under the same name, as the documented password reset does) or changing its password or role
-ends every session opened before.
+generation and the session's CSRF token (checked by dashboard/csrf.py).
+
+Session expiry, every part of it:
+- `SESSION_TTL_S` below (8 hours from login, not sliding): the store forgets the session then (the key's TTL, set by
+  `SessionStore.create`), and the browser's cookie carries the same age (`set_session_cookie` in dashboard/auth.py).
+- Logging out ends it at once (`SessionStore.end`, from `logout` in dashboard/routes_login.py).
+- Every request re-reads the user and drops the session unless the user still exists with the same id and
+  generation (`signed_in` in dashboard/auth.py): deleting a user (even re-created under the same name, as the
+  documented password reset does) or changing its password or role ends every session opened before.
 
 Wrong passwords are counted in fixed windows of `LOGIN_WINDOW_S`, twice (docs/dashboard.md, "Logging in"):
 - per client address, any names: past `MAX_FAILURES_PER_ADDRESS` the address's logins are refused (429) until its
@@ -20,7 +25,6 @@ Key schema: `store.redis_keys` (mod:session:{sha256}, mod:login-failures:{sha256
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 
@@ -42,10 +46,6 @@ class Session(BaseModel):
     csrf_token: str
 
 
-def _hashed(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 class SessionStore:
     def __init__(self, redis: Redis, ttl_s: int = SESSION_TTL_S):
         self._redis, self.ttl_s = redis, ttl_s
@@ -54,18 +54,19 @@ class SessionStore:
         """The cookie value (shown to the browser only) and the session it opens."""
         token = secrets.token_urlsafe(32)
         session = Session(user=user, user_id=user_id, generation=generation, csrf_token=secrets.token_urlsafe(32))
-        await self._redis.set(redis_keys.session(_hashed(token)), session.model_dump_json(), ex=self.ttl_s)
+        key = redis_keys.session(redis_keys.secret_sha256_hex(token))
+        await self._redis.set(key, session.model_dump_json(), ex=self.ttl_s)
         return token, session
 
     async def get(self, token: str) -> Session | None:
-        raw = await self._redis.get(redis_keys.session(_hashed(token)))
+        raw = await self._redis.get(redis_keys.session(redis_keys.secret_sha256_hex(token)))
         try:
             return Session.model_validate_json(raw) if raw is not None else None
         except ValidationError:  # a session stored before sessions held the user's id: log in again
             return None
 
     async def end(self, token: str) -> None:
-        await self._redis.delete(redis_keys.session(_hashed(token)))
+        await self._redis.delete(redis_keys.session(redis_keys.secret_sha256_hex(token)))
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class LoginThrottle:
         self.max_failures_per_name, self.max_failures_per_address = max_failures_per_name, max_failures_per_address
 
     def _keys(self, name: str, address: str) -> tuple[str, str]:
-        return redis_keys.login_failures(_hashed(name)), redis_keys.login_failures_from(address)
+        return redis_keys.login_failures(redis_keys.secret_sha256_hex(name)), redis_keys.login_failures_from(address)
 
     async def check(self, name: str, address: str) -> LoginVerdict:
         """Reads only: may `address` try `name` now?"""

@@ -308,10 +308,10 @@ class ReviewQueue:
         now = time.time() if now is None else now
         return int(await self._prune(keys=self._queue_keys(), args=self._queue_args(now)))
 
-    async def pending_count(self, account: str, now: float | None = None) -> int:
-        """The account's pending items that count against its cap (those whose time is not over)."""
-        now = time.time() if now is None else now
-        return int(await self._redis.zcount(redis_keys.review_pending_of(account), f"({now!r}", "+inf"))
+    async def daily_reports(self, account: str, now: float | None = None) -> int:
+        """The reports the account made in the UTC day of `now`: what its daily cap counts (the operators' page)."""
+        day = day_of(time.time() if now is None else now)[0]
+        return int(await self._redis.get(redis_keys.reports_on_day(account, day)) or 0)
 
     async def report(
         self, *, account: str, reference: str, image_url: str | None, threshold: int, now: float | None = None

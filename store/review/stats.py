@@ -48,7 +48,7 @@ class QueueStats:
                 break
         async with self._redis.pipeline(transaction=False) as pipe:
             for key in keys:
-                pipe.zcount(key, f"({now!r}", "+inf")  # as ReviewQueue.pending_count: items whose time is not over
+                pipe.zcount(key, f"({now!r}", "+inf")  # as the pending cap counts them: items whose time is not over
             counts = await pipe.execute()
         return {key[len(prefix):]: int(count) for key, count in sorted(zip(keys, counts)) if int(count) > 0}
 

@@ -7,7 +7,6 @@ A token's secret is never stored, only its SHA-256, as for API keys (store/keys/
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from dataclasses import dataclass
@@ -55,10 +54,6 @@ class WidgetRefused:
     retry_after_s: float = 0.0
 
 
-def _sha256_hex(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 class WidgetStore:
     def __init__(self, redis: Redis):
         self._redis = redis
@@ -84,7 +79,7 @@ class WidgetStore:
     async def mint(self, key_id: str, *, minutes: int, uses: int, now: float | None = None) -> MintedToken:
         now = time.time() if now is None else now
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        record_key = redis_keys.widget_token(_sha256_hex(secret))
+        record_key = redis_keys.widget_token(redis_keys.secret_sha256_hex(secret))
         expires_at = now + minutes * 60
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hset(record_key, mapping={"key_id": key_id, "uses_left": uses, "expires_at": expires_at})
@@ -97,7 +92,7 @@ class WidgetStore:
         """Takes a use of the token `secret` for a check from `origin` and `address`, in one step (the
         WIDGET_AUTHORIZE script of `store.widget.lua`)."""
         reply = await self._authorize(
-            keys=[redis_keys.widget_token(_sha256_hex(secret))],
+            keys=[redis_keys.widget_token(redis_keys.secret_sha256_hex(secret))],
             args=[
                 origin, address, redis_keys.API_KEY_PREFIX, redis_keys.PLAN_PREFIX, redis_keys.PROFILE_PREFIX,
                 redis_keys.RATE_BUCKET_PREFIX, redis_keys.WIDGET_ORIGINS_PREFIX,

@@ -73,7 +73,7 @@ def test_one_account_past_its_plans_max_in_flight_gets_429_while_another_is_serv
     # 40 long texts at once (the plan's burst): at most max_in_flight (32) are in progress at once, and of those only
     # as many as the long-text gate's expected wait admits are left to wait (moderation/admission.py); every other
     # one is refused with 429, the flooder's own, while another account is served.
-    from bench.inputs import long_text
+    from support.long_texts import long_text
 
     flooder, other = new_key(account="flooder"), new_key(account="flood-bystander")
     text = long_text()[:10_000]

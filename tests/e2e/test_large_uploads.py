@@ -102,7 +102,7 @@ def test_long_texts_at_the_plans_limit_are_scored_while_another_account_is_serve
     # from three accounts at once; a fourth account's short text is answered meanwhile.
     from concurrent.futures import ThreadPoolExecutor
 
-    from bench.inputs import long_text
+    from support.long_texts import long_text
 
     text = long_text()
     assert len(text) >= 19_000

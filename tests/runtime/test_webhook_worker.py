@@ -42,9 +42,16 @@ async def _setup(redis_client, receiver: WebhookReceiver, rules: WebhookRules = 
     return endpoint, item
 
 
+async def _deliver_due(worker: WebhookWorker) -> int:
+    """Starts what is due and waits until those attempts are recorded; how many it started."""
+    started = await worker.start_due()
+    await worker.finish_sending()
+    return started
+
+
 async def _until_settled(worker: WebhookWorker, rounds: int = 40) -> None:
     for _ in range(rounds):
-        await worker.run_once()
+        await _deliver_due(worker)
         if (await worker.outbox.backlog())[0] == 0:
             return
         time.sleep(0.1)
@@ -55,7 +62,7 @@ async def test_a_review_event_arrives_signed_and_the_receiver_verifies_it(redis_
     with WebhookReceiver() as receiver:
         endpoint, item = await _setup(redis_client, receiver)
         worker = WebhookWorker(redis_client, FAST)
-        assert await worker.run_once() == 1
+        assert await _deliver_due(worker) == 1
         [request] = receiver.received
         assert request.verified["type"] == "review.created"
         assert request.verified["data"]["id"] == item.id and request.verified["data"]["reference"] == "comment-7"
@@ -67,7 +74,7 @@ async def test_a_review_event_arrives_signed_and_the_receiver_verifies_it(redis_
         [logged] = await worker.outbox.log(endpoint.id)
         assert (logged.outcome, logged.status, logged.attempt) == ("delivered", 200, 1)
         await ReviewQueue(redis_client).decide(item.id, "rejected")
-        await worker.run_once()
+        await _deliver_due(worker)
         assert event_types(receiver.received) == ["review.created", "review.decided"]
         assert receiver.received[1].verified["data"]["status"] == "rejected"
 
@@ -91,10 +98,10 @@ async def test_a_410_disables_the_endpoint_and_no_later_event_is_sent(redis_clie
         receiver.answers.append(Answer(410))
         endpoint, item = await _setup(redis_client, receiver)
         worker = WebhookWorker(redis_client, FAST)
-        await worker.run_once()
+        await _deliver_due(worker)
         assert not (await WebhookStore(redis_client).get(endpoint.id)).enabled
         await ReviewQueue(redis_client).decide(item.id, "approved")
-        await worker.run_once()
+        await _deliver_due(worker)
         assert len(receiver.received) == 1
 
 
@@ -103,12 +110,12 @@ async def test_a_redirect_is_followed_on_the_same_host_only(redis_client):
         receiver.answers.append(Answer(307, {"Location": "/moved"}))
         endpoint, item = await _setup(redis_client, receiver)
         worker = WebhookWorker(redis_client, FAST)
-        await worker.run_once()
+        await _deliver_due(worker)
         assert [r.path for r in receiver.received] == ["/hooks", "/moved"]
         assert receiver.received[1].verified is not None
         receiver.answers.append(Answer(302, {"Location": f"http://localhost:{elsewhere.port}/steal"}))
         await ReviewQueue(redis_client).decide(item.id, "approved")
-        await worker.run_once()
+        await _deliver_due(worker)
         assert elsewhere.received == []
         assert (await worker.outbox.log(endpoint.id))[0].outcome == "redirect_refused"
 
@@ -119,7 +126,7 @@ async def test_a_receiver_slower_than_the_timeout_is_a_failed_attempt(redis_clie
         endpoint, _ = await _setup(redis_client, receiver)
         worker = WebhookWorker(redis_client, WebhookRules(allow_private=True, timeout_s=0.5, jitter=0.0))
         started = time.monotonic()
-        await worker.run_once()
+        await _deliver_due(worker)
         assert time.monotonic() - started < 2.5
         [logged] = await worker.outbox.log(endpoint.id)
         assert logged.outcome == "timeout" and logged.next_try_at is not None
@@ -129,7 +136,7 @@ async def test_at_delivery_a_loopback_receiver_is_refused_unless_the_operator_al
     with WebhookReceiver() as receiver:
         endpoint, _ = await _setup(redis_client, receiver)  # created while allowed
         worker = WebhookWorker(redis_client, WebhookRules(allow_private=False, jitter=0.0))
-        await worker.run_once()
+        await _deliver_due(worker)
         assert receiver.received == []
         [logged] = await worker.outbox.log(endpoint.id)
         assert logged.outcome == "unsafe_url" and "127.0.0.1" in logged.error
@@ -258,7 +265,7 @@ async def test_a_redirect_to_a_malformed_url_is_recorded_and_retried_on_the_sche
         receiver.answers.append(Answer(302, {"Location": "//[zz"}))  # urljoin raised ValueError: never recorded
         endpoint, _ = await _setup(redis_client, receiver)
         worker = WebhookWorker(redis_client, FAST)
-        assert await worker.run_once() == 1
+        assert await _deliver_due(worker) == 1
         [logged] = await worker.outbox.log(endpoint.id)
         assert logged.outcome == "redirect_refused" and logged.next_try_at is not None
         await _until_settled(worker)  # the retry is delivered: never claimed again and again unrecorded
@@ -271,7 +278,7 @@ async def test_a_delivery_to_a_deleted_or_disabled_endpoint_is_dropped_unsent(re
         endpoints = WebhookStore(redis_client, FAST)
         await endpoints.update(endpoint.id, enabled=False)
         worker = WebhookWorker(redis_client, FAST)
-        await worker.run_once()
+        await _deliver_due(worker)
         [logged] = await worker.outbox.log(endpoint.id)
         assert (logged.outcome, logged.next_try_at) == ("endpoint_disabled", None)
         delivery = redis_keys.webhook_delivery(f"{logged.event_id}:{endpoint.id}")
@@ -279,7 +286,7 @@ async def test_a_delivery_to_a_deleted_or_disabled_endpoint_is_dropped_unsent(re
         await endpoints.update(endpoint.id, enabled=True)
         await ReviewQueue(redis_client).decide(item.id, "approved")  # review.decided is pending now
         await endpoints.delete(endpoint.id)
-        await worker.run_once()
+        await _deliver_due(worker)
         assert (await worker.outbox.log(endpoint.id))[0].outcome == "endpoint_deleted"
         assert receiver.received == [] and (await worker.outbox.backlog())[0] == 0
 
@@ -299,13 +306,13 @@ async def test_during_a_rotations_overlap_both_secrets_verify_and_after_it_only_
         # A rotation made longer ago than the overlap: the secret it replaced signs no more.
         second, until = await endpoints.rotate_secret(endpoint.id, now=time.time() - FAST.secret_overlap_s - 1)
         assert until < time.time()
-        await worker.run_once()
+        await _deliver_due(worker)
         after = receiver.received[-1]
         assert _verifies(second, after) and not _verifies(first, after)
         # A rotation now: until its overlap ends, each request verifies with the new secret and with the one before.
         third, until = await endpoints.rotate_secret(endpoint.id)
         assert until == pytest.approx(time.time() + FAST.secret_overlap_s, abs=5)
         await ReviewQueue(redis_client).decide(item.id, "approved")
-        await worker.run_once()
+        await _deliver_due(worker)
         during = receiver.received[-1]
         assert _verifies(third, during) and _verifies(second, during) and not _verifies(first, during)

@@ -205,3 +205,18 @@ def test_errors_carry_no_traceback(api, key):
     response = api.moderate(key, b"\x89PNG\r\n\x1a\n" + b"\x00" * 100)
     assert response.status_code == 400
     assert "Traceback" not in response.text
+
+
+def test_the_apps_shutdown_gives_back_the_released_work_slots(redis_url, monkeypatch):
+    # Slots of ended requests go back in the background (store/keys/quota.py, QuotaStore.release_slot); a replica
+    # that stops must not leave them to their lease, or the account's next requests elsewhere meet slots nobody holds.
+    services = Services.connect(redis_url, StubBackends())
+    settled = []
+
+    async def recorded() -> None:
+        settled.append(True)
+
+    monkeypatch.setattr(services.quota, "settled", recorded)
+    with TestClient(create_app(services)):
+        assert settled == []
+    assert settled == [True]

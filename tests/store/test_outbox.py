@@ -179,10 +179,11 @@ async def test_the_claim_goes_account_by_account_within_each_accounts_share(redi
 async def test_a_delivery_left_in_the_shared_due_set_of_an_earlier_version_is_still_delivered(redis_client):
     endpoint, _ = await _endpoint(redis_client)
     await _flag(ReviewQueue(redis_client))
-    [member] = await redis_client.zrange(redis_keys.webhook_due_lane("acme"), 0, -1)
+    lane = f"{redis_keys.WEBHOOK_DUE_LANE_PREFIX}acme"  # as the outbox's scripts name it
+    [member] = await redis_client.zrange(lane, 0, -1)
     # As an earlier version wrote it: no account field, one shared due set, no lanes.
     await redis_client.hdel(redis_keys.webhook_delivery(member), "account")
-    await redis_client.delete(redis_keys.webhook_due_lane("acme"), redis_keys.webhook_due_accounts())
+    await redis_client.delete(lane, redis_keys.webhook_due_accounts())
     await redis_client.zadd(redis_keys.webhook_legacy_due(), {member: time.time() - 1})
     outbox = Outbox(redis_client, RULES)
     [delivery] = await outbox.claim(10)
