@@ -150,7 +150,7 @@ def test_the_compatible_routes_answer_as_always_when_the_pending_cap_is_reached(
 
 
 # Keys that may live without a TTL: configuration (an operator's), and the review queue's counter and indexes, whose
-# members are items that expire and leave them (tests/store/test_review_queue.py).
+# members are items that expire and leave them (tests/store/review/test_queue.py).
 UNEXPIRING = re.compile(
     r"mod:(plan|profile|apikey|apikey-sha256):.+|mod:apikeys:live|mod:review:(next-id|all|expiring)"
     r"|mod:review:(status|account|pending|pending-ids):.+"
