@@ -45,7 +45,7 @@ Claims and decisions per hour (`store.review.claims`, `store.review.stats`), exp
                                           claim's minutes
   mod:review:decided:{YYYY-MM-DDTHH}  string  decisions made in that UTC hour; expires two days later
 
-Dashboard users and their sessions (`store.people.users`):
+Dashboard users and their sessions (`store.people.users`, `store.people.sessions`):
   mod:user:{name}                 string  User as JSON (id, generation, role, accounts, scrypt password hash,
                                           settings); never expires
   mod:users                       set     every user's name
