@@ -1,4 +1,5 @@
-"""Shared fixtures: one real store server (runtime.embedded_store) for the session, a clean database per test."""
+"""Shared fixtures: one real store server (runtime.embedded_store) for the session, a clean database per test; and
+the order of the session: the end-to-end tests last."""
 
 from __future__ import annotations
 
@@ -7,6 +8,24 @@ import redis
 import redis.asyncio
 
 from runtime.embedded_store import EmbeddedStore
+
+
+@pytest.hookimpl(trylast=True)  # after tests/e2e/conftest.py has marked its tests e2e, and after any deselection
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The e2e tests run last; of those, the ones that start a Ray cluster of their own (test_runner, test_autoscaling,
+    test_two_nodes) run before the session's graph starts.
+
+    The session's graph (tests/e2e/conftest.py) stays up from the first test that needs it to the end of the session,
+    and idle it still takes about a sixth of a core: on 2 cores everything beside it ran slower, most of all the tests
+    that start a whole cluster next to it (those three: 200 s next to it, 153 s alone). Nothing here depends on the
+    order: each of these tests passes alone, and `make test-fast` runs the others without any graph."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("e2e") is None:
+            return 0
+        return 2 if "serve_graph" in getattr(item, "fixturenames", ()) else 1
+
+    items[:] = sorted(items, key=rank)  # a stable sort: within each group, the order of collection
 
 
 @pytest.fixture(scope="session")

@@ -63,13 +63,15 @@ def graph(workdir: Path, nodes: list[dict], edit: Callable[[dict], None], client
     from runtime.embedded_store import EmbeddedStore
     from runtime.haproxy import remove_fallback_dir
     from runtime.local_graph import free_port, require_healthy
-    from runtime.ray_cluster import LOOPBACK, use_serve_ingress, use_token_auth
+    from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE, LOOPBACK, use_serve_ingress, use_token_auth
 
     store = EmbeddedStore(workdir / "redis")
     redis_url = store.start()
     cluster = None
     try:
         use_token_auth(workdir)  # the nodes' processes inherit it, as `make serve`'s do
+        # No scenario stops an ingress replica before its end, where the drain (DRAIN_S, 5 s) was only waited out.
+        os.environ[DRAIN_PERIOD_VARIABLE] = "0"
         # HAProxy as under `make serve`, on ports of its own: the session graph's (inherited) are taken.
         use_serve_ingress(haproxy=True, data_dir=workdir)
         loopback = {"node_ip_address": LOOPBACK}

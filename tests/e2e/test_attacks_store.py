@@ -22,7 +22,7 @@ import httpx
 import redis
 import redis.asyncio
 
-from e2e.conftest import E2E_PENDING_CAP
+from e2e.conftest import E2E_PENDING_CAP, METRICS_REPORT_S
 from e2e.test_metrics import find, metrics_url, samples
 
 from store import redis_keys
@@ -58,8 +58,9 @@ def _model_requests() -> float:
     )
 
 
-def _settled_model_requests(wait_s: float = 12) -> float:
-    """The counter once Ray's agents have reported what happened so far (they report every few seconds)."""
+def _settled_model_requests(wait_s: float = METRICS_REPORT_S + 2) -> float:
+    """The counter once every replica has reported what happened so far: one report interval of the graph's Ray
+    (tests/e2e/conftest.py) and 2 s more for a busy machine (12 s at Ray's default interval of 10 s)."""
     time.sleep(wait_s)
     return _model_requests()
 

@@ -61,8 +61,13 @@ def test_trickled_uploads_of_one_account_do_not_starve_another(serve_graph, clie
         time.sleep(2)  # every upload is authenticated and trickling
         assert _text_latency(client, other) < 5.0
         refused = []
+        # One half-second for all 20 answers together, not half a second each: the refusals were answered at once
+        # (within the 2 s above), so they are already waiting on their sockets, and each upload still trickling held
+        # the test for its own full 0.5 s (16 of them: 8 s). A refusal must now be there within 2.5 s, not 2 s plus
+        # 0.5 s per upload before it.
+        answers_by = time.monotonic() + 0.5
         for upload in uploads:
-            upload.sock.settimeout(0.5)
+            upload.sock.settimeout(max(answers_by - time.monotonic(), 0.05))
             try:
                 status, headers, error, _ = upload.response()
             except TimeoutError:

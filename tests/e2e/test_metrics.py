@@ -60,13 +60,14 @@ def test_metrics_endpoint_serves_the_service_metrics(client, admin_client, new_k
         assert client.post("/v1/moderate", files={"image": image}, headers=other).status_code == 200
     assert client.get("/no/such/path").status_code == 404
 
-    # Ray's agents report every few seconds: poll until every wanted series is there.
+    # Ray's processes report every METRICS_REPORT_S (tests/e2e/conftest.py): poll until every wanted series is there,
+    # a few times a report, so the last series is read soon after it is reported.
     deadline, missing = time.monotonic() + 60, dict(WANTED)
     while missing and time.monotonic() < deadline:
         found = samples(httpx.get(metrics_url(), timeout=10).text)
         missing = {name: labels for name, labels in WANTED.items() if not find(found, name, **labels)}
         if missing:
-            time.sleep(2)
+            time.sleep(0.5)
     assert not missing, f"not exported: {sorted(missing)}"
 
     ok = find(found, "ray_moderation_requests_total", endpoint="/v1/moderate-text", status="200")

@@ -17,6 +17,10 @@ import ray
 
 
 JOIN_BOUND_S = 60  # a refused driver must give up within this
+# A driver tries to reach the GCS once a second, 20 times by default (Ray's NUM_REDIS_GET_RETRIES): a wrong token took
+# 20 s of identical refusals (each logged `Unauthenticated ... InvalidAuthToken`). Three tries show the refusal as well;
+# a driver the GCS accepted would join at its first (the control with the token joins in under a second).
+REFUSED_DRIVER_TRIES = "3"
 JOIN = """
 import sys, ray
 try:
@@ -75,7 +79,7 @@ def test_the_token_file_is_0600(serve_graph):
 @pytest.mark.parametrize("auth", ["wrong token", "no token"])
 def test_a_driver_without_the_token_cannot_join(serve_graph, tmp_path, auth):
     given = {"RAY_AUTH_TOKEN": "wrong-" + "0" * 58} if auth == "wrong token" else {}
-    done, took = _driver(_gcs_address(), tmp_path, **given)
+    done, took = _driver(_gcs_address(), tmp_path, RAY_gcs_server_port_wait_time_s=REFUSED_DRIVER_TRIES, **given)
     assert done.returncode != 0 and "JOINED" not in done.stdout, done.stdout + done.stderr
     assert took < JOIN_BOUND_S, took
     output = (done.stdout + done.stderr).lower()

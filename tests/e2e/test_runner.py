@@ -14,6 +14,7 @@ import pytest
 from support.processes import processes_of_session
 
 from runtime.local_graph import free_port
+from runtime.ray_cluster import DRAIN_PERIOD_VARIABLE
 from runtime.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -25,6 +26,7 @@ def start_runner(data_dir, port: int, log_path) -> subprocess.Popen:
     env = {**os.environ, "MODERATION_PORT": str(port), "MODERATION_DATA_DIR": str(data_dir),
            "MODERATION_METRICS_PORT": str(free_port()), "MODERATION_WEBHOOK_METRICS_PORT": str(free_port())}
     env.pop("REDIS_URL", None)
+    env.pop(DRAIN_PERIOD_VARIABLE, None)  # `make serve`'s own drain, not the session graph's (e2e/conftest.py)
     log = open(log_path, "w")
     # A session of its own: the test stops exactly this runner and what it started.
     return subprocess.Popen(
