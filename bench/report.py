@@ -442,6 +442,7 @@ def document(results: Results) -> str:
         *LEVER_NOTES,
         "",
         *(hash_bank_section(results.hash_bank) + [""] if results.hash_bank is not None else []),
+        *_flood_section(getattr(results.columns["graph"], "flood", None)),
         "## Observed during the run",
         "",
         *[f"- {line}" for line in observed(results)],
@@ -449,6 +450,10 @@ def document(results: Results) -> str:
         ratio_line(results),
         "",
     ])
+
+
+def _flood_section(flood) -> list[str]:
+    return ["## One tenant's flood", "", *flood.lines(), ""] if flood is not None else []
 
 
 def _with_baseline_cpu(results: Results) -> dict:

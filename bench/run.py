@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from bench import cpu, hash_bank, limit, plot, report, service
+from bench import cpu, hash_bank, limit, plot, report, service, tenant_flood
 from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import TEXTS, phone_jpegs, photo_jpegs
@@ -60,11 +60,12 @@ class Plan:
     cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text
     cpu_point_s: float = 6.0
     profile_s: float = 4.0  # cProfile of the plain app's event loop, at the last of cpu_clients
+    flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
 
 
 QUICK = Plan(workloads=("text",), concurrency=(1, 8), lever_concurrency=(1,), min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
-             overload_rounds=0, cpu_point_s=3.0, profile_s=2.0)
+             overload_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0)
 FULL = Plan()
 
 
@@ -83,6 +84,7 @@ class Column:
     plain_beside: dict[str, list[Point]] = field(default_factory=dict)  # a lever's: the plain app measured beside it
     overload: dict[str, list[Point]] = field(default_factory=dict)  # per workload: peak, 64, peak, 64, ... back to back
     cpu: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # "graph"/"plain" -> clients -> reading
+    flood: tenant_flood.FloodResult | None = None  # the graph's only (bench/tenant_flood.py)
 
 
 def serve_config() -> dict:
@@ -221,6 +223,11 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
             time.sleep(plan.metrics_wait_s)
             column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
             column.sockets = service.listening_sockets(set(descendants()) - plain_pids)
+            if with_hops and plan.flood_s:
+                print(f"  one tenant floods the store for {plan.flood_s:.0f} s while another sends texts ...", flush=True)
+                column.flood = tenant_flood.measure(
+                    graph.base_url, graph.admin_url, service.ADMIN_TOKEN, graph.store.admin_url,
+                    graph.store.maxmemory_mb * 2**20, plan.flood_s)
             if with_hops:
                 hops = service.hop_seconds(photo_jpegs()[1], TEXTS[3], get_settings().config_dir, plan.hop_calls)
     finally:
