@@ -1,7 +1,8 @@
 """The admin API's hash bank routes: an account's PDQ hashes of rejected images, their removal, import and export.
 
 On the admin listener only, behind the admin token. The CSV is HMA's (store/hash_bank/csv_format.py); docs/hash-bank.md
-describes the matching.
+describes the matching. An import that would take the bank past its cap (MODERATION_HASH_BANK_MAX_PER_ACCOUNT) is
+409 `hash_bank_full` and adds nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel
 
-from store.hash_bank.bank import BankEntry
+from store.hash_bank.bank import BankEntry, BankFull
 from store.hash_bank.csv_format import hashes_of_csv, to_csv
 from admin.guard import require_admin
 from serve_app.auth import services
@@ -24,6 +25,7 @@ PDQ_PATTERN = r"^[0-9a-f]{64}$"
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 MAX_IMPORT_HASHES = 100_000
 ImportTooLarge = ErrorKind(413, "import_too_large", "An import is at most 16 MiB and 100,000 hashes.")
+HashBankFull = ErrorKind(409, "hash_bank_full", "The account's hash bank is full.")
 
 
 class BankEntryView(BaseModel):
@@ -35,6 +37,8 @@ class BankEntryView(BaseModel):
 class BankPage(BaseModel):
     account: str
     count: int
+    max_entries: int  # the bank's cap
+    rejections_not_banked: int  # rejected images not banked because the bank was full
     entries: list[BankEntryView]  # oldest first, at most `limit`
 
 
@@ -55,7 +59,8 @@ async def list_bank(
 ) -> BankPage:
     bank = services(request).hash_bank
     entries = await bank.entries(account)
-    return BankPage(account=account, count=len(entries), entries=[_view(e) for e in entries[:limit]])
+    return BankPage(account=account, count=len(entries), max_entries=bank.max_entries,
+                    rejections_not_banked=await bank.skipped(account), entries=[_view(e) for e in entries[:limit]])
 
 
 @router.delete("/accounts/{account}/hash-bank/{pdq}", status_code=204)
@@ -92,5 +97,8 @@ async def import_bank(account: str, request: Request) -> Imported:
     if len(hashes) > MAX_IMPORT_HASHES:
         raise ImportTooLarge()
     bank = services(request).hash_bank
-    added = await bank.add_many(account, [(pdq, None) for pdq in hashes], keep_existing=True)
+    try:
+        added = await bank.add_many(account, [(pdq, None) for pdq in hashes], keep_existing=True)
+    except BankFull as full:
+        raise HashBankFull(str(full)) from None
     return Imported(account=account, added=added, skipped=skipped, count=await bank.count(account))

@@ -1,4 +1,5 @@
-"""One tenant floods what the store keeps while another tenant is served (SECURITY.md, "One tenant's flood").
+"""One tenant floods what the store keeps while another tenant is served (SECURITY.md, "One tenant cannot fill the
+store").
 
 For `seconds` (60 by default) the flooding tenant's clients loop as fast as its key allows over everything a tenant
 can make the service keep: widget tokens of a day (the longest), Perspective score suggestions (feedback), reports

@@ -1,9 +1,12 @@
 """Logging in and out (docs/dashboard.md, "Logging in").
 
 A login name is checked against the user-name rule first: a malformed or over-long one is refused (400) before any
-hash or store write. Then the two brakes of store/people/sessions.py: past the per-address limit of wrong passwords the
-address's logins answer 429 until its window ends; past the per-name limit, the name answers 429 to addresses that
-have failed in their current window (a fresh address always may try). Only then is the password hashed.
+hash or store write. Then the attempt is taken past the two brakes of store/people/sessions.py, in one store step that
+counts it as a wrong password before its hash runs: past the per-address limit of wrong passwords the address's logins
+answer 429 until its window ends; past the per-name limit, the name answers 429 to addresses that have failed in
+their current window (a fresh address always may try). Only then is the password hashed, in the process's hash pool
+(store/people/hash_pool.py): when that is full the attempt is given back and the answer is 503 with Retry-After (the
+same request may be retried). A right password gives its attempt back too.
 
 The audit log records logins, logouts, and each brake as it engages (once per window per address, and per name when
 that name is a user's): never each wrong password, so a guesser cannot push real entries out of the bounded log,
@@ -21,6 +24,8 @@ from dashboard.errors import PageError
 from dashboard.forms import read_page_form
 from dashboard.pages import render
 from serve_app.audit_names import ACTOR_STATE, SKIP_STATE, TARGET_STATE
+from store.people.hash_pool import HashesBusy
+from store.people.sessions import LoginAttempt
 from store.people.users import valid_login_name
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
@@ -28,6 +33,7 @@ BRAKE_MESSAGES = {
     "address": "Too many wrong passwords from your address; try again in {s} s.",
     "name": "Too many wrong passwords for this account; try again in {s} s (or from another network).",
 }
+HASHES_BUSY_MESSAGE = "Too many logins at this moment; nothing was checked. Try again in a second."
 
 
 def _login_page(request: Request, status: int = 200, message: str = "", name: str = "") -> Response:
@@ -55,15 +61,19 @@ async def login(request: Request) -> Response:
     if not valid_login_name(name):
         setattr(request.state, SKIP_STATE, True)
         raise PageError(400, "A user name is 1 to 64 letters, digits, '.', '_' or '-'.")
-    logins, address = stores(request).logins, client_address(request)
-    verdict = await logins.check(name, address)
-    if verdict.retry_after_s:
-        raise PageError(429, BRAKE_MESSAGES[verdict.reason].format(s=verdict.retry_after_s), verdict.retry_after_s)
-    user = await stores(request).users.authenticate(name, password)
+    logins = stores(request).logins
+    attempt = await logins.take(name, client_address(request))
+    if attempt.retry_after_s:
+        raise PageError(429, BRAKE_MESSAGES[attempt.reason].format(s=attempt.retry_after_s), attempt.retry_after_s)
+    try:
+        user = await stores(request).users.authenticate(name, password)
+    except HashesBusy as busy:
+        await logins.give_back(attempt)
+        raise PageError(503, HASHES_BUSY_MESSAGE, busy.retry_after_s) from None
     if user is None:
-        await _failed(request, name)
+        await _failed(request, attempt)
         return _login_page(request, 401, "Wrong name or password.", name)
-    await logins.succeeded(name)
+    await logins.succeeded(attempt)
     setattr(request.state, TARGET_STATE, user.name)
     setattr(request.state, ACTOR_STATE, actor(user.name))
     token, _ = await open_session(request, user)
@@ -73,13 +83,13 @@ async def login(request: Request) -> Response:
     return response
 
 
-async def _failed(request: Request, name: str) -> None:
-    """Counts a wrong password; it reaches the audit log only when it engages a brake, naming only a real user."""
-    tripped = await stores(request).logins.failed(name, client_address(request))
-    real_user = tripped.name and await stores(request).users.get(name) is not None
+async def _failed(request: Request, attempt: LoginAttempt) -> None:
+    """A wrong password (counted already, when its attempt was taken) reaches the audit log only when it engages a
+    brake, naming only a real user."""
+    real_user = attempt.engages.name and await stores(request).users.get(attempt.name) is not None
     if real_user:
-        setattr(request.state, TARGET_STATE, name)
-    elif tripped.address:
+        setattr(request.state, TARGET_STATE, attempt.name)
+    elif attempt.engages.address:
         setattr(request.state, TARGET_STATE, "")
     else:
         setattr(request.state, SKIP_STATE, True)

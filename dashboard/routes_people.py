@@ -1,6 +1,8 @@
 """Dashboard users: operators create one (moderator or operator) with a first password, change its role and the
 accounts a moderator works on, or delete one; everyone changes their own password. A new password, a new role and a
 deletion end every session the user had (store/people/users.py generation); new accounts apply at the user's next request.
+Changing one's own password needs the current one, braked per user as logins are (store/people/sessions.py
+take_password_check): a stolen session gets `MAX_WRONG_CURRENT_PASSWORDS` guesses per window, then 429.
 
 The CLI does the same (`moderation-admin user-create`), for the first operator of an install. An operator cannot
 delete their own account here, so an install is never left without the operator who is using it.
@@ -18,8 +20,9 @@ from dashboard.errors import PageError
 from dashboard.csrf import checked_form
 from dashboard.pages import render
 from policy.names import NAME_PATTERN
-from store.people.users import ROLES, InvalidAccounts, InvalidPassword, UserExists
-from serve_app.audit_names import TARGET_STATE
+from store.people.hash_pool import HashesBusy
+from store.people.users import ROLES, InvalidAccounts, InvalidPassword, UserExists, check_password_rules
+from serve_app.audit_names import SKIP_STATE, TARGET_STATE
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 
@@ -92,15 +95,16 @@ async def password_page(request: Request, viewer: Viewer = Depends(signed_in)) -
 async def change_password(request: Request, viewer: Viewer = Depends(signed_in)) -> Response:
     """Any user changes their own password, with the current one (a session left open is not enough)."""
     form = await checked_form(request, viewer.session)
-    users = stores(request).users
-    if await users.authenticate(viewer.user.name, form.get("current", "")) is None:
-        raise PageError(403, "The current password is wrong; nothing was changed.")
-    if form.get("new", "") != form.get("again", ""):
+    users, new = stores(request).users, form.get("new", "")
+    # The form's own mistakes first: they cost no hash and no guess.
+    if new != form.get("again", ""):
         raise PageError(400, "The new password and its repetition differ; nothing was changed.")
     try:
-        changed = await users.set_password(viewer.user.name, form.get("new", ""))
+        check_password_rules(new)
     except InvalidPassword as error:
         raise PageError(400, f"Not changed: {error}") from None
+    await _check_current_password(request, viewer.user.name, form.get("current", ""))
+    changed = await users.set_password(viewer.user.name, new)
     if changed is None:
         raise PageError(404, "Your account was deleted meanwhile.")
     # Every session of the old password has ended (a new generation), this one too: the browser gets a new one.
@@ -110,3 +114,22 @@ async def change_password(request: Request, viewer: Viewer = Depends(signed_in))
                       notice="Your password was changed; your other sessions have ended.")  # fmt: skip
     set_session_cookie(response, request, token)
     return response
+
+
+async def _check_current_password(request: Request, name: str, password: str) -> None:
+    """403 for a wrong current password, 429 past the user's brake (kept out of the audit log, as a login's 429s
+    are), 503 when the hash pool is full; each guess is taken before its hash, so simultaneous ones cannot pass."""
+    brakes = stores(request).logins
+    retry_after_s = await brakes.take_password_check(name)
+    if retry_after_s:
+        setattr(request.state, SKIP_STATE, True)
+        raise PageError(429, f"Too many wrong current passwords; try again in {retry_after_s} s.", retry_after_s)
+    try:
+        user = await stores(request).users.authenticate(name, password)
+    except HashesBusy as busy:
+        await brakes.give_back_password_check(name)
+        raise PageError(503, "The server is busy checking passwords; nothing was changed. Try again in a second.",
+                        busy.retry_after_s) from None  # fmt: skip
+    if user is None:
+        raise PageError(403, "The current password is wrong; nothing was changed.")
+    await brakes.give_back_password_check(name)

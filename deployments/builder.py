@@ -17,7 +17,6 @@ from deployments.image_model import ImageModel
 from deployments.ingress import ModerationIngress
 from deployments.policy import Policy
 from deployments.text_model import TextModel
-from runtime.haproxy_rules import CLIENT_ADDRESS_HEADER
 from runtime.settings import get_settings
 
 
@@ -45,6 +44,8 @@ def build_app(args: BuildArgs) -> Application:
         time_limits=settings.time_limits(),
         health_rules=settings.health_rules(),
         admission_rules=settings.admission_rules(),
-        client_address_header=CLIENT_ADDRESS_HEADER if settings.haproxy else None,
+        # The path of the secret HAProxy sends beside the client's address (runtime/haproxy.py), never the secret.
+        proxy_secret_file=str(settings.proxy_secret_file) if settings.haproxy and settings.proxy_secret_file else None,
+        widget_live_tokens_per_key=settings.widget_live_tokens_per_key,
         policy_hop=settings.policy_hop,
     )

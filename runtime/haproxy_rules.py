@@ -3,19 +3,27 @@
 **Per-address limits.** The per-account limits (rate, `max_in_flight`, admission) need a key, so a flood without
 one (`/healthz`, a 404) or with made-up keys (each a 401 after a store round trip) was bounded only by what the
 ingress replica's event loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed
-another account's text by 6 s. HAProxy counts, per client address, over a sliding 10 s:
+another account's text by 6 s. HAProxy counts, per client (an IPv4 address, or an IPv6 address's /64: one host
+holds a whole /64; serve_app/client_address.py counts the widget's clients the same way), over a sliding 10 s:
 
-- requests that carry no well-formed API key (`Bearer mod_` and 43 URL-safe characters, or the same in `?key=`;
-  a widget token `Bearer wt_` and 43 counts as one):
-  past `unkeyed` of them, that address's keyless requests are answered 429 `rate_limited` by HAProxy itself, with
-  Retry-After. Any other `Authorization` header counts as none (a `/healthz` flood with `Authorization: x` is
-  keyless), and so does every request to a path that needs no key (`KEY_FREE_PATHS`), whatever it carries;
-- answers of 401 (a wrong or revoked key): past `refused_keys` of them, every request from that address is
+- requests that are not keyed: keyed is a well-formed API key (`Bearer mod_` and 43 URL-safe characters, or the
+  same in `?key=`; a widget token `Bearer wt_` and 43 counts as one) sent to a route that checks it
+  (`KEYED_ROUTES`). Past `unkeyed` of them, that client's unkeyed requests are answered 429 `rate_limited` by
+  HAProxy itself, with Retry-After. Any other `Authorization` header counts as none (a `/healthz` flood with
+  `Authorization: x` is unkeyed), and a well-formed key sent anywhere else counts as none too: on a path or method
+  no route has, or one that needs no key, the app answers 404, 405 or 200 without ever checking it, so no 401
+  would ever count a flood of made-up keys there;
+- answers of 401 (a wrong or revoked key): past `refused_keys` of them, every request from that client is
   answered 429 the same way until the rate falls back.
 
 Refused requests count too, so an address that keeps flooding stays refused, and one that waits Retry-After is
 served again. Keyed requests of an address with few 401s are never counted: a busy site's backend, one address
 sending all its users' content, meets only its plan's limits.
+
+**The client's address.** HAProxy tells the ingress the client's address in CLIENT_ADDRESS_HEADER, with this run's
+secret in PROXY_SECRET_HEADER (runtime/haproxy.py writes it; the launcher reads it from its 0600 file, never from
+its command line), each replacing any a client sent; the ingress believes the address only beside the secret
+(serve_app/client_address.py), so a client that reaches an ingress replica's own port cannot choose its address.
 
 **Error answers.** Left to Ray's template, what HAProxy says itself (no ingress replica up, one that failed
 mid-request, a timeout) is a plain-text 500, which tells a client its request is wrong for good, and a full
@@ -39,12 +47,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from serve_app.client_address import CLIENT_ADDRESS_HEADER, PROXY_SECRET_HEADER
+
 WINDOW_S = 10
 # Behind HAProxy every request reaches the ingress from HAProxy's address; the widget's per-address limit needs the
-# client's. HAProxy sets this header to the address it was connected from, replacing any the client sent, and the
-# ingress reads it only when HAProxy is in front (deployments/builder.py).
-CLIENT_ADDRESS_HEADER = "X-Moderation-Client-Address"
+# client's. HAProxy sets this header to the address it was connected from, replacing any the client sent.
 CLIENT_ADDRESS_RULE = f"http-request set-header {CLIENT_ADDRESS_HEADER} %[src]"
+# What the stick table counts a client by: an IPv4 address whole (an IPv4-mapped IPv6 one too, as its IPv4 address:
+# checked against the bundled binary), an IPv6 address by its /64.
+CLIENT_KEY = "src,ipmask(32,64)"
+# The secret HAProxy proves itself with: 64 hex characters (runtime/haproxy.py); anything else in the file would be
+# written into HAProxy's config, so it is refused.
+PROXY_SECRET_PATTERN = re.compile(r"[0-9a-f]{64}")
 MARKER = "# moderation-service: our rules (runtime/haproxy_rules.py)"
 ERROR_FILE = "moderation-503.http"
 FRONTEND = "frontend http_frontend"
@@ -61,8 +75,17 @@ KEY_PATTERN = "^mod_[A-Za-z0-9_-]{43}$"
 BEARER_KEY_PATTERN = "^[Bb][Ee][Aa][Rr][Ee][Rr][[:blank:]]+(mod|wt)_[A-Za-z0-9_-]{43}[[:blank:]]*$"
 
 
-# The public app's routes that answer without a key (serve_app/: health, the docs, Perspective's discovery document).
-KEY_FREE_PATHS = ("/healthz", "/docs", "/openapi.json", "/$discovery/rest")
+# The public app's routes that check a key or a widget token, by method (serve_app/routes_*.py; a test holds this to
+# the app's routes). `{name}` is a path segment. Everything else (the health check, the docs, the widget's script
+# and preflights, any path or method no route has) answers without checking a key.
+KEYED_ROUTES = {
+    "POST": (
+        "/v1/moderate", "/v1/moderate-text", "/v1/report", "/v1/moderations",
+        "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore",
+        "/v1/widget/tokens", "/v1/widget/check-text", "/v1/widget/check-image", "/v1/widget/verdicts/redeem",
+    ),
+    "GET": ("/v1/review/{item_id}",),
+}
 
 
 @dataclass(frozen=True)
@@ -106,32 +129,49 @@ def error_file(body: str) -> str:
     )
 
 
-def frontend_rules(limits: SourceLimits) -> list[str]:
+def frontend_rules(limits: SourceLimits, proxy_secret: str) -> list[str]:
     """The lines that go right after the frontend's `bind`, ahead of Ray's own rules."""
-    return [MARKER, *_limit_rules(limits), *BACKEND_ANSWERS, CLIENT_ADDRESS_RULE]
+    if not PROXY_SECRET_PATTERN.fullmatch(proxy_secret):
+        raise ValueError("the proxy's secret is not 64 hex characters")
+    proxy_secret_rule = f"http-request set-header {PROXY_SECRET_HEADER} {proxy_secret}"
+    return [MARKER, *_limit_rules(limits), *BACKEND_ANSWERS, CLIENT_ADDRESS_RULE, proxy_secret_rule]
+
+
+def _keyed_route_acls() -> tuple[list[str], str]:
+    """An ACL of the keyed routes' paths per method, and the condition: a well-formed key sent to one of them."""
+    acls, keyed = [], []
+    for method, routes in KEYED_ROUTES.items():
+        name = f"mod_keyed_route_{method.lower()}"
+        fixed = [route for route in routes if "{" not in route]
+        templated = [re.sub(r"\{[a-z_]+\}", "[^/]+", route) for route in routes if "{" in route]
+        acls += [f"acl {name} path {' '.join(fixed)}"] if fixed else []
+        acls += [f"acl {name} path_reg ^{pattern}$" for pattern in templated]
+        keyed.append(f"mod_key {{ method {method} }} {name}")
+    return acls, " || ".join(keyed)
 
 
 def _limit_rules(limits: SourceLimits) -> list[str]:
     if not (limits.unkeyed or limits.refused_keys):
         return []
+    route_acls, keyed = _keyed_route_acls()
     rules = [
-        # gpc 0: keyless requests; gpc 1: 401 answers. An IPv6 table holds IPv4 addresses too.
+        # gpc 0: unkeyed requests; gpc 1: 401 answers. An IPv6 table holds IPv4 addresses too.
         f"stick-table type ipv6 size 100k expire {6 * WINDOW_S}s store gpc(2),gpc_rate(2,{WINDOW_S}s)",
-        # Keyed: a well-formed API key (store/keys/config.py) as the Bearer token or in `?key=`; anything else (no
-        # header, `Authorization: x`, a Basic header, a key of the wrong shape) counts as keyless.
-        f"acl mod_keyed req.hdr(authorization) -m reg {BEARER_KEY_PATTERN}",
-        f"acl mod_keyed url_param(key) -m reg {KEY_PATTERN}",
-        # Paths that never check a key count as keyless whatever they carry: a made-up key of the right shape on
-        # /healthz would otherwise escape both limits (no 401 ever answers it).
-        f"acl mod_key_free path {' '.join(KEY_FREE_PATHS)}",
-        "http-request track-sc0 src",
+        # A well-formed API key (store/keys/config.py) as the Bearer token or in `?key=`; anything else (no header,
+        # `Authorization: x`, a Basic header, a key of the wrong shape) is none.
+        f"acl mod_key req.hdr(authorization) -m reg {BEARER_KEY_PATTERN}",
+        f"acl mod_key url_param(key) -m reg {KEY_PATTERN}",
+        *route_acls,
+        # Keyed: that key, sent to a route that checks it. An ACL cannot be made of others, so a variable holds it.
+        f"http-request set-var(txn.mod_keyed) bool(true) if {keyed}",
+        "acl mod_keyed var(txn.mod_keyed) -m bool",
+        f"http-request track-sc0 {CLIENT_KEY}",
     ]
     if limits.unkeyed:
         rules += [
-            "http-request sc-inc-gpc(0,0) if !mod_keyed || mod_key_free",
+            "http-request sc-inc-gpc(0,0) if !mod_keyed",
             _refusal(f"Over {limits.unkeyed} requests without an API key in {WINDOW_S} s from this address.")
-            + f" if !mod_keyed {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}"
-            + f" || mod_key_free {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}",
+            + f" if !mod_keyed {{ sc_gpc_rate(0,0) gt {limits.unkeyed} }}",
         ]
     if limits.refused_keys:
         rules += [
@@ -142,7 +182,7 @@ def _limit_rules(limits: SourceLimits) -> list[str]:
     return rules
 
 
-def with_our_rules(config: str, limits: SourceLimits, error_path: Path) -> str:
+def with_our_rules(config: str, limits: SourceLimits, error_path: Path, proxy_secret: str) -> str:
     """`config` with our frontend rules after the `bind` line of Ray's frontend and HAProxy's own errors answered
     from `error_path`; unchanged if the rules are there already."""
     if MARKER in config:
@@ -152,7 +192,7 @@ def with_our_rules(config: str, limits: SourceLimits, error_path: Path) -> str:
         # A template we do not know: starting HAProxy without the rules would be silent, so refuse.
         raise ValueError(f"no 'defaults' section, or no '{FRONTEND}' section with a bind line, in HAProxy's config")
     indent = match.group(1)
-    block = "".join(f"{indent}{line}\n" for line in frontend_rules(limits))
+    block = "".join(f"{indent}{line}\n" for line in frontend_rules(limits, proxy_secret))
     config = config[: match.end()] + block + config[match.end() :]
     config = re.sub(rf"^[ \t]*errorfile ({'|'.join(map(str, OWN_ERRORS))}) .*\n", "", config, flags=re.MULTILINE)
     errorfiles = "".join(f"{indent}errorfile {status} {error_path}\n" for status in OWN_ERRORS)
@@ -164,22 +204,24 @@ def config_path(haproxy_args: list[str]) -> Path:
     return Path(haproxy_args[haproxy_args.index("-f") + 1])
 
 
-def launcher_script(python: str, binary: Path, limits: SourceLimits) -> str:
-    """A shell script for RAY_SERVE_HAPROXY_BINARY_PATH: runs `launch` with Ray's arguments."""
-    command = [python, "-I", "-m", __name__, str(limits.unkeyed), str(limits.refused_keys), str(binary)]
+def launcher_script(python: str, binary: Path, limits: SourceLimits, proxy_secret_file: Path) -> str:
+    """A shell script for RAY_SERVE_HAPROXY_BINARY_PATH: runs `launch` with Ray's arguments. It names the secret's
+    file, never the secret: a command line is readable by every local user."""
+    command = [python, "-I", "-m", __name__, str(limits.unkeyed), str(limits.refused_keys), str(proxy_secret_file),
+               str(binary)]  # fmt: skip
     return "#!/bin/sh\nexec " + " ".join(shlex.quote(part) for part in command) + ' "$@"\n'
 
 
 def launch(argv: list[str]) -> None:
-    """argv: unkeyed, refused_keys, the haproxy binary, then Ray's arguments for it."""
-    unkeyed, refused_keys, binary, *haproxy_args = argv
+    """argv: unkeyed, refused_keys, the proxy secret's file, the haproxy binary, then Ray's arguments for it."""
+    unkeyed, refused_keys, proxy_secret_file, binary, *haproxy_args = argv
     limits = SourceLimits(unkeyed=int(unkeyed), refused_keys=int(refused_keys))
     if "-f" in haproxy_args:
         path = config_path(haproxy_args)
         error_path = path.with_name(ERROR_FILE)
         _replace(error_path, error_file(UNAVAILABLE))
         config = path.read_text()
-        patched = with_our_rules(config, limits, error_path)
+        patched = with_our_rules(config, limits, error_path, Path(proxy_secret_file).read_text().strip())
         if patched != config:
             _replace(path, patched)
     os.execv(binary, [binary, *haproxy_args])

@@ -50,14 +50,6 @@ def _ignore_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def _admin_server(settings: Settings, redis_url: str) -> AdminServer:
-    return AdminServer(
-        redis_url=redis_url, admin_token=settings.admin_token, host=settings.admin_host, port=settings.admin_port,
-        audit_rules=settings.audit_rules(), webhook_rules=settings.webhook_rules(),
-        image_previews=settings.dashboard_image_previews,
-    )  # fmt: skip
-
-
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = get_settings()
@@ -85,7 +77,7 @@ def main() -> None:
         print(f"\nModeration service ready at http://{settings.host}:{settings.port}", flush=True)
         print(f"Prometheus metrics at http://127.0.0.1:{settings.metrics_port}/metrics", flush=True)
         if settings.admin_token:
-            admin_server = _admin_server(settings, redis_url)
+            admin_server = AdminServer.of_settings(settings, redis_url)
             print(f"Admin API at {admin_server.start()}", flush=True)
         if first_key:
             print(

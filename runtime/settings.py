@@ -15,6 +15,7 @@ from store.review.queue import DAY_S, ReviewRules
 from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
 from serve_app.health import MIB, HealthRules
+from store.widget.tokens import LIVE_TOKENS_PER_KEY
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # A guessable admin token would make the admin API's throttle the only defence.
@@ -33,6 +34,10 @@ class Settings(BaseSettings):
     haproxy: bool = True
     haproxy_stats_port: int | None = Field(default=None, ge=1, le=65535)
     haproxy_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Not an operator's setting: runtime/haproxy.py sets it for the Ray processes to the file of this run's secret
+    # that HAProxy sends beside the client's address (serve_app/client_address.py). Unset: no address header is
+    # believed, and the widget counts the peer's address.
+    proxy_secret_file: Path | None = None
     # HAProxy's per-client-address limits over a sliding 10 s (runtime/haproxy_rules.py); 0 turns one off.
     unkeyed_requests_per_source: int = Field(default=SourceLimits.unkeyed, ge=0)
     refused_keys_per_source: int = Field(default=SourceLimits.refused_keys, ge=0)
@@ -93,6 +98,9 @@ class Settings(BaseSettings):
     health_interval_s: float = Field(default=HealthRules.interval_s, gt=0, le=60)
     # A reference's report counter is forgotten this many days after its last report.
     report_counter_days: float = Field(default=30, gt=0)
+    # Report counters one account keeps (store/review/report_counters.py: ~340 bytes each); past it the account's
+    # least recently reported references are forgotten first (they count from 1 again).
+    report_counters_per_account: int = Field(default=ReviewRules.report_counters_per_account, ge=1)
     # Reports one account may make per UTC day, and review items its reports may create per UTC day;
     # a report over either cap is refused with 429 report_limit_exceeded and counts nothing.
     reports_per_day: int = Field(default=10_000, ge=0)
@@ -104,6 +112,12 @@ class Settings(BaseSettings):
     # Pending review items one account may hold (model flags and reports alike); past it a `review` decision is
     # answered 429 review_queue_full with its result and queues nothing (docs/api.md, Errors).
     review_pending_per_account: int = Field(default=ReviewRules.pending_per_account, ge=0)
+    # PDQ hashes one account's bank may hold (store/hash_bank/bank.py: ~150 bytes each in the store); an import past it
+    # answers 409 hash_bank_full and adds nothing, a rejected image past it is not banked (counted and logged).
+    hash_bank_max_per_account: int = Field(default=ReviewRules.hash_bank_max_entries, ge=0)
+    # Live browser widget tokens one key may hold (store/widget/tokens.py: ~360 bytes each); past it a mint answers
+    # 429 too_many_widget_tokens with Retry-After, until the key's oldest token expires.
+    widget_live_tokens_per_key: int = Field(default=LIVE_TOKENS_PER_KEY, ge=1)
 
     # Webhooks (docs/webhooks.md). `make serve` starts the delivery worker (runtime/webhook_worker.py) unless this is
     # off; its Prometheus endpoint listens on 127.0.0.1 at this port (0: none).
@@ -159,11 +173,13 @@ class Settings(BaseSettings):
         """The retention and caps above, as the review queue takes them."""
         return ReviewRules(
             report_counter_ttl_s=max(1, round(self.report_counter_days * DAY_S)),
+            report_counters_per_account=self.report_counters_per_account,
             reports_per_account_per_day=self.reports_per_day,
             escalations_per_account_per_day=self.escalations_per_day,
             decided_retention_s=max(1, round(self.review_retention_days * DAY_S)),
             pending_retention_s=max(1, round(self.review_pending_days * DAY_S)),
             pending_per_account=self.review_pending_per_account,
+            hash_bank_max_entries=self.hash_bank_max_per_account,
         )
 
 

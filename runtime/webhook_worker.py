@@ -6,11 +6,13 @@ Why a process of its own, started by `make serve` (runtime/webhook_process.py), 
 delivery needs no model and no request path, waits on other people's servers for up to 15 s a try, and must go on
 while the graph is redeployed, scaled or restarted; a Serve deployment would take a replica's CPU share for that and
 be stopped with the graph. Where the graph runs without `make serve` (`serve run`, KubeRay), run this module beside
-it against the same store. Several workers may run at once: each delivery is leased (store/webhooks/outbox.py).
+it against the same store. Several workers may run at once: each delivery is leased, and an account's share of
+attempts in flight is counted in the store for all of them together (store/webhooks/outbox.py).
 
 Its metrics are on its own Prometheus endpoint (127.0.0.1:MODERATION_WEBHOOK_METRICS_PORT, default 8082; 0: none):
 `moderation_webhook_deliveries_total{outcome}`, `moderation_webhook_attempt_latency_ms`,
-`moderation_webhook_queue_depth` and `moderation_webhook_oldest_undelivered_age_seconds` (docs/webhooks.md).
+`moderation_webhook_queue_depth`, `moderation_webhook_oldest_undelivered_age_seconds` and
+`moderation_webhook_backlog_dropped` (docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import asyncio
 import logging
 import signal
 import sys
-from collections import Counter
 from pathlib import Path
 
 from redis.asyncio import Redis
@@ -28,14 +29,16 @@ from redis.asyncio import Redis
 from store.webhooks.outbox import Outbox
 from runtime.settings import get_settings
 from webhooks.deliveries import Delivery, WebhookRules
+from webhooks.lookups import HostLookups
 from webhooks.sender import WebhookSender
 
 log = logging.getLogger("moderation.webhooks")
 
 # Deliveries one worker sends at once.
 CONCURRENCY = 32
-# Deliveries of one account it sends at once: a receiver that hangs or is firewalled holds at most this many of the
-# worker's slots for `timeout_s` each, and the other slots go on serving every other account.
+# Deliveries of one account sent at once, by every worker together (counted in the store): a receiver that hangs or
+# is firewalled holds at most this many slots for `timeout_s` each, and the other slots go on serving every other
+# account. It is also the account's share of the DNS lookup threads (webhooks/lookups.py).
 PER_ACCOUNT = 4
 # How often an idle worker looks for due deliveries: the delay a new event may wait.
 POLL_S = 0.5
@@ -61,21 +64,26 @@ class _Metrics:
             "moderation_webhook_oldest_undelivered_age_seconds", "Age of the oldest pending webhook delivery.",
             registry=self.registry,
         )  # fmt: skip
+        self.dropped = Gauge(
+            "moderation_webhook_backlog_dropped",
+            "Webhook deliveries dropped unsent, in all, because their account had too many waiting.",
+            registry=self.registry,
+        )  # fmt: skip
         if port:
             start_http_server(port, addr="127.0.0.1", registry=self.registry)
 
 
 class WebhookWorker:
-    """Keeps up to `concurrency` attempts going, at most `per_account` of one account, and starts the next due
-    delivery as soon as one is settled: no attempt waits for another to finish."""
+    """Keeps up to `concurrency` attempts going, at most `per_account` of one account (with every other worker's),
+    and starts the next due delivery as soon as one is settled: no attempt waits for another to finish."""
 
     def __init__(self, redis: Redis, rules: WebhookRules, *, metrics_port: int = 0, concurrency: int = CONCURRENCY,
                  per_account: int = PER_ACCOUNT, poll_s: float = POLL_S):  # fmt: skip
         self.outbox = Outbox(redis, rules)
-        self.sender = WebhookSender(rules)
+        self.sender = WebhookSender(rules, lookups=HostLookups(per_account=per_account))
         self.metrics = _Metrics(metrics_port)
         self.concurrency, self.per_account, self.poll_s = concurrency, per_account, poll_s
-        self._sending: dict[asyncio.Task, str] = {}  # each attempt in progress, and its account
+        self._sending: set[asyncio.Task] = set()  # each attempt in progress
         self._stopping = asyncio.Event()
 
     async def start_due(self) -> int:
@@ -83,11 +91,11 @@ class WebhookWorker:
         free = self.concurrency - len(self._sending)
         if free <= 0:
             return 0
-        claimed = await self.outbox.claim(free, self.per_account, Counter(self._sending.values()))
+        claimed = await self.outbox.claim(free, self.per_account)
         for delivery in claimed:
             task = asyncio.create_task(self._deliver(delivery))
-            self._sending[task] = delivery.account
-            task.add_done_callback(self._sending.pop)
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
         return len(claimed)
 
     async def finish_sending(self) -> None:
@@ -112,6 +120,7 @@ class WebhookWorker:
         depth, oldest_s = await self.outbox.backlog()
         self.metrics.depth.set(depth)
         self.metrics.oldest.set(oldest_s)
+        self.metrics.dropped.set(await self.outbox.dropped_for_backlog())
 
     async def run(self) -> None:
         stopping = asyncio.create_task(self._stopping.wait())

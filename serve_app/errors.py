@@ -37,6 +37,7 @@ from store.review.queue import (
 from webhooks.url_guard import UnsafeWebhookUrl
 from store.webhooks.endpoints import TooManyEndpoints
 from store.keys.config import UnreadableRecord
+from store.widget.tokens import TooManyLiveTokens
 
 log = logging.getLogger("moderation.errors")
 T = TypeVar("T")
@@ -128,6 +129,7 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     flow.TooManyInFlight: ErrorKind(429, "too_many_requests_in_flight", retry_after_s=1),
     ReportLimitExceeded: ErrorKind(429, "report_limit_exceeded"),  # Retry-After: the time until the next UTC day
     ReviewQueueFull: QueueFull,
+    TooManyLiveTokens: ErrorKind(429, "too_many_widget_tokens"),  # Retry-After: when the key's oldest token expires
     flow.Overloaded: Overloaded,
     flow.ModelUnavailable: ErrorKind(503, "inference_unavailable", retry_after_s=5),
     DecodeBusy: Overloaded,
@@ -135,6 +137,7 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorKind] = {
     verdicts.InvalidVerdict: ErrorKind(400, "invalid_verdict"),
     verdicts.VerdictForOtherKey: ErrorKind(403, "verdict_wrong_key"),
     verdicts.VerdictForOtherContent: ErrorKind(409, "verdict_content_mismatch"),
+    verdicts.VerdictForOtherKind: ErrorKind(409, "verdict_kind_mismatch"),
     verdicts.VerdictUsed: ErrorKind(409, "verdict_used"),
     verdicts.VerdictExpired: ErrorKind(410, "verdict_expired"),
     UnsafeWebhookUrl: InvalidRequest,  # the admin API's webhook URL rule (SECURITY.md, Outbound requests)

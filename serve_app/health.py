@@ -6,10 +6,11 @@ deployments) runs every `interval_s` in each ingress replica (`HealthMonitor.sta
 latest snapshot. A snapshot older than the loop can explain (the loop is not running, as in tests, or is
 stuck) is refreshed once for all the calls waiting on it, never once per call.
 
-The answer is true: 503 `store_unavailable` when the store refuses writes (full, read-only or gone: every
-authenticated request takes a rate token, a write, so none could be served), 503 `inference_unavailable`
-when a model deployment does not answer. The used memory goes to a metric beside its limit, and past the
-alert threshold a warning is logged (docs/operating.md, Store memory).
+The answer is true: 503 `store_unavailable` when the store refuses writes (every authenticated request takes a rate
+token, a write, so none could be served), its message naming the cause (`store_refusal`: full, read-only or gone),
+503 `inference_unavailable` when a model deployment does not answer. The used memory goes to a metric beside its
+limit, and past the alert threshold a warning is logged; so is the store starting to refuse writes, and taking them
+again (docs/operating.md, Store memory).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError as StoreConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, RedisError
+from redis.exceptions import TimeoutError as StoreTimeoutError
 
 from moderation.backends import ModelBackends
 from store.health import probe_writes, used_memory
@@ -63,10 +66,23 @@ class StoreMemory:
         return self.used_bytes >= self.alert_ratio * self.limit_bytes
 
 
+def store_refusal(exc: BaseException) -> str:
+    """Why the store refused the probe write, as /healthz says it."""
+    if isinstance(exc, OutOfMemoryError):
+        return ("The store is full: its used memory reached its maxmemory, and it evicts nothing, so it refuses every "
+                "write. Reads still work and nothing stored is lost.")  # fmt: skip
+    if isinstance(exc, ReadOnlyError):
+        return "The store is read-only (a replica, or a failed disk) and refuses every write."
+    if isinstance(exc, StoreConnectionError | StoreTimeoutError | OSError | asyncio.TimeoutError):
+        return "The store does not answer (down or unreachable)."
+    return f"The store refuses writes ({type(exc).__name__})."
+
+
 @dataclass(frozen=True)
 class HealthSnapshot:
-    """`store_error`: why the store refused the probe write (None: it took it); `models`: the loaded versions (None:
-    a deployment did not answer); `memory`: None when it could not be read; `taken_at`: time.monotonic()."""
+    """`store_error`: why the store refused the probe write, a sentence naming the cause (None: it took it);
+    `models`: the loaded versions (None: a deployment did not answer); `memory`: None when it could not be read;
+    `taken_at`: time.monotonic()."""
 
     store_error: str | None
     models: dict[str, str] | None
@@ -132,17 +148,26 @@ class HealthMonitor:
     async def _check(self) -> HealthSnapshot:
         (store_error, memory), models = await asyncio.gather(self._store(), self._models())
         snapshot = HealthSnapshot(store_error, models, memory, time.monotonic())
+        if store_error != (self._latest.store_error if self._latest is not None else None):
+            self._log_store_change(store_error)
         self._latest, self.checks = snapshot, self.checks + 1
         if memory is not None:
             self._watch(memory)
         return snapshot
+
+    @staticmethod
+    def _log_store_change(store_error: str | None) -> None:
+        if store_error is None:
+            log.info("the store takes writes again")
+        else:
+            log.warning("the store refuses writes: %s", store_error)
 
     async def _store(self) -> tuple[str | None, StoreMemory | None]:
         error = None
         try:
             await asyncio.wait_for(probe_writes(self._redis, self._name), self.rules.timeout_s)
         except (RedisError, OSError, asyncio.TimeoutError) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:300]
+            error = store_refusal(exc)
         try:  # also when writes are refused: a full store still answers how full it is
             used = await asyncio.wait_for(used_memory(self._redis), self.rules.timeout_s)
         except (RedisError, OSError, asyncio.TimeoutError, KeyError, ValueError):

@@ -150,7 +150,7 @@ async def healthz(request: Request) -> Health:
     deployment call and no store round trip, however many arrive."""
     snapshot = await services(request).health.current()
     if snapshot.store_error is not None:
-        raise errors.StoreUnavailable("The store refuses writes (full, read-only or unreachable).")
+        raise errors.StoreUnavailable(snapshot.store_error)
     if snapshot.models is None:
         raise ModelUnavailable("The models are not ready yet.")
     return Health(status="ok", models=snapshot.models)

@@ -117,14 +117,16 @@ async def check_image(request: Request) -> WidgetCheck:
 @router.post("/v1/widget/verdicts/redeem", response_model=RedeemedVerdict, openapi_extra=REDEEM_BODY,
              responses={**OK_HEADERS, **error_responses(*BODY_ROUTE_ERRORS, 403, 409, 410)})
 async def redeem_verdict(request: Request, caller: Caller = Depends(authenticated_caller)) -> RedeemedVerdict:
-    """With the server key, from the site's backend, once per post: the verdict the page sent, and the SHA-256 of
-    the content the backend received. 200 only for a genuine, unexpired, unused verdict of this key about exactly
-    that content."""
-    example = '{"verdict": "v1...", "content_sha256": "<64 hex digits>"}'
+    """With the server key, from the site's backend, once per post: the verdict the page sent, the kind of content
+    the backend received (text or image) and its SHA-256. 200 only for a genuine, unexpired, unused verdict of this
+    key about exactly that content, checked as that kind."""
+    example = '{"verdict": "v1...", "kind": "text", "content_sha256": "<64 hex digits>"}'
     wanted = _validated(RedeemRequest, json_object(await _small_body(request), example))
     store = widget_store(request)
-    verdict = widget_verdicts.check(wanted.verdict, await store.signing_secret(), key_id=caller.key.id,
-                                    content_sha256=wanted.content_sha256, now=time.time())  # fmt: skip
+    verdict = widget_verdicts.check(
+        wanted.verdict, await store.signing_secret(), key_id=caller.key.id, kind=wanted.kind,
+        content_sha256=wanted.content_sha256, now=time.time(),
+    )  # fmt: skip
     if not await store.redeem(verdict.nonce, verdict.expires_at):
         raise widget_verdicts.VerdictUsed("The verdict was redeemed before; a verdict vouches for one post.")
     return RedeemedVerdict(decision=verdict.decision, kind=verdict.kind, issued_at=verdict.issued_at,
@@ -139,7 +141,7 @@ async def _widget_caller(request: Request) -> Checking:
         raise errors.Unauthorized("A widget token is required: Authorization: Bearer <widget token>.")
     address = _client_address(request)
     found = await widget_store(request).admit_check(token, origin=origin, address=address)
-    if isinstance(found, WidgetAdmitted) or found.reason not in ("token", "origin"):
+    if isinstance(found, WidgetAdmitted) or found.origin_allowed:
         # The key allows this origin: from here on the page may read the answer, errors included
         # (serve_app/widget_cors.py), so the widget can tell a refusal from an outage.
         setattr(request.state, ALLOWED_ORIGIN_STATE, origin)
@@ -153,9 +155,8 @@ async def _widget_caller(request: Request) -> Checking:
 
 
 def _client_address(request: Request) -> str:
-    header = services(request).client_address_header
-    forwarded = request.headers.get(header) if header else None
-    return forwarded or (request.client.host if request.client else "")
+    # HAProxy's address header only beside its secret, and an IPv6 client by its /64 (serve_app/client_address.py).
+    return services(request).client_addresses.limit_key(request)
 
 
 def _refuse(reason: str, retry_after_s: float, origin: str) -> None:

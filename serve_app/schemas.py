@@ -194,12 +194,12 @@ _ERROR_WHEN = {
     403: "`capability_required`: the plan's scope does not cover this content type; the browser widget's "
          "`widget_not_enabled`, `origin_not_allowed`, `widget_token_spent` or `verdict_wrong_key`.",
     404: "`not_found`: no such item for this account.",
-    409: "The browser widget's `verdict_content_mismatch` or `verdict_used`.",
+    409: "The browser widget's `verdict_content_mismatch`, `verdict_kind_mismatch` or `verdict_used`.",
     410: "The browser widget's `verdict_expired`.",
     408: "`request_timeout`: the request body stalled or was too slow.",
     413: "`image_too_large` or `text_too_long`: over the plan's limit.",
-    429: "`rate_limited`, `too_many_requests_in_flight`, `report_limit_exceeded` or `review_queue_full`; see "
-         "Retry-After.",
+    429: "`rate_limited`, `too_many_requests_in_flight`, `report_limit_exceeded`, `review_queue_full` or the "
+         "browser widget's `too_many_widget_tokens`; see Retry-After.",
     503: "`store_unavailable`, `inference_unavailable`, `overloaded` or `ingress_unavailable`; nothing was decided; "
          "see Retry-After.",
 }

@@ -25,8 +25,9 @@ from store.keys.rate_limit import RateRefusals
 from store.review.queue import ReviewQueue, ReviewRules
 from store.keys.config import ConfigStore
 from store.webhooks.endpoints import WebhookStore
-from store.widget.tokens import WidgetStore
+from store.widget.tokens import LIVE_TOKENS_PER_KEY, WidgetStore
 from webhooks.deliveries import WebhookRules
+from serve_app.client_address import ClientAddresses
 from serve_app.deadlines import TimeLimits
 from serve_app.health import HealthMonitor, HealthRules, StoreMemory
 
@@ -58,9 +59,9 @@ class Services:
     outbox: Outbox | None = None  # their deliveries' log and redelivery (the admin API)
     hash_bank: HashBank | None = None  # PDQ hashes of rejected images per account
     widget: WidgetStore | None = None  # the browser widget's tokens, origins and verdicts (serve_app/routes_widget.py)
-    # The header HAProxy sets to the client's address (runtime/haproxy_rules.py), when it is in front; else None
-    # and the peer's address is the client's. Only the widget's per-address limit reads it.
-    client_address_header: str | None = None
+    # Whose word for the client's address to take (HAProxy's, beside its secret, or the peer's), and how much of an
+    # address is one client (serve_app/client_address.py). Only the widget's per-address limit reads it.
+    client_addresses: ClientAddresses = ClientAddresses()
     redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
 
     @classmethod
@@ -78,17 +79,20 @@ class Services:
         on_store_memory: Callable[[StoreMemory], None] | None = None,
         admission: dict[str, AdmissionRules] | None = None,
         webhook_rules: WebhookRules | None = None,
-        client_address_header: str | None = None,
+        client_addresses: ClientAddresses = ClientAddresses(),
+        widget_live_tokens_per_key: int = LIVE_TOKENS_PER_KEY,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own).
         `on_store_memory`: called with the store's memory at each health check (the ingress records a metric).
         `admission`: the gates of the models' calls (moderation/admission.py); None lets every call through.
-        `client_address_header`: the header a proxy in front sets to the client's address (None: the peer's)."""
+        `client_addresses`: whether HAProxy's address header is believed, with its secret (default: the peer's).
+        `widget_live_tokens_per_key`: the live widget tokens one key may hold (store/widget/tokens.py)."""
         redis = Redis.from_url(
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
             retry=RECONNECT_ONCE_BROKEN,
         )
-        quota, reviews, hash_bank = QuotaStore(redis), ReviewQueue(redis, review_rules), HashBank(redis)
+        quota, reviews = QuotaStore(redis), ReviewQueue(redis, review_rules)
+        hash_bank = HashBank(redis, reviews.rules.hash_bank_max_entries)
         return cls(
             config=ConfigStore(redis),
             quota=quota,
@@ -105,8 +109,8 @@ class Services:
             webhooks=WebhookStore(redis, webhook_rules),
             outbox=Outbox(redis, webhook_rules),
             hash_bank=hash_bank,
-            widget=WidgetStore(redis),
-            client_address_header=client_address_header,
+            widget=WidgetStore(redis, widget_live_tokens_per_key),
+            client_addresses=client_addresses,
             redis=redis,
         )
 

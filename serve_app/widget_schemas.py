@@ -40,6 +40,8 @@ class WidgetCheck(BaseModel):
 
 class RedeemRequest(_Strict):
     verdict: str = Field(min_length=1, max_length=MAX_VERDICT_CHARS)
+    # Required, so that no backend forgets it: bytes checked as a text prove nothing about the same bytes as a photo.
+    kind: ContentKind = Field(description="What the backend received the content as: `text` or `image`.")
     content_sha256: str = Field(pattern=SHA256_PATTERN)
 
 

@@ -22,20 +22,27 @@ Admission: the rate bucket (`ConfigStore.authorize`) and the quota (`store.keys.
 Review queue (`store.review.queue.ReviewQueue`). Every item expires: a pending one
 `pending_retention_s` after it was queued, a decided one `decided_retention_s` after its decision (EXPIREAT
 on its hash, moved at the decision); then it leaves every index. An account holds at most
-`pending_per_account` pending items:
-  mod:review:next-id              string  counter that hands out review item ids (INCR)
+`pending_per_account` pending items. An item's id is random (`store.review.queue.new_review_id`), so that it
+tells nothing about other items; its place in the queue is its creation sequence (`seq`), which only the store
+sees. An item stored before ids were random has its sequence as its id (and no `seq` field):
+  mod:review:next-id              string  counter that hands out each item's creation sequence (INCR)
   mod:review:item:{id}            hash    `data`: the item's immutable fields as JSON (account, reason, kind,
                                           reference, image_url, scores, model_version, created_at);
-                                          `status`: pending|approved|rejected; `decided_at`: float, once decided
-  mod:review:all                  zset    every item id, score = id (newest first = highest score)
-  mod:review:status:{status}      zset    ids of the items in that status, score = id
-  mod:review:account:{account}    zset    ids of the account's items, score = id
+                                          `status`: pending|approved|rejected; `decided_at`: float, once decided;
+                                          `seq`: its creation sequence
+  mod:review:all                  zset    every item id, score = seq (newest first = highest score)
+  mod:review:status:{status}      zset    ids of the items in that status, score = seq
+  mod:review:account:{account}    zset    ids of the account's items, score = seq
   mod:review:pending:{account}    zset    ids of the account's pending items, score = unix time it expires;
                                           its size is what the cap counts
-  mod:review:pending-ids:{account}  zset  the same ids, score = id: the account's queue in order, read by the
-                                          dashboard's account filter and by moderators scoped to accounts
-                                          (store/review/browse.py); items queued before it existed are added from
-                                          the pending set above on first read (ReviewBrowser backfill)
+  mod:review:pending-ids:{account}  zset  the same ids, score = seq: the account's queue in order, read by the
+                                          dashboard (store/review/browse.py)
+  mod:review:pending-accounts     zset    the accounts with pending items, score = seq of the item that made the
+                                          account join (it leaves with its last pending item): the operators'
+                                          queue goes round them in this order (store/review/browse.py)
+  mod:review:old-items-added      string  how far (seq) the one walk that adds items queued before the two
+                                          indexes above existed has gone through the pending index, `done` once
+                                          it has (store/review/lua.py ADD_OLD_PENDING_ITEMS)
   mod:review:expiring             zset    `{id}:{account}` of every item, score = unix time it expires;
                                           whatever is due leaves the indexes at the next creation, decision
                                           (or prune)
@@ -55,13 +62,22 @@ Dashboard users and their sessions (`store.people.users`, `store.people.sessions
   mod:login-failures:{sha256}     string  wrong passwords for the login name with this SHA-256 in the current
                                           window; expires with it
   mod:login-failures-from:{addr}  string  wrong passwords from this client address in the current window;
-                                          expires with it
+                                          expires with it (in both counters an attempt counts as wrong from
+                                          before its hash until its password proves right)
+  mod:user-sessions:{name}        zset    the SHA-256 of each of the user's sessions, score = unix time it
+                                          expires: at most MAX_SESSIONS_PER_USER live ones; expires with the
+                                          newest
+  mod:password-check-failures:{name}  string  wrong current passwords typed in the user's password form in the
+                                          current window; expires with it
 
 Reports (`ReviewQueue.report`), all expiring:
   mod:reports:ref:{sha256}:{account}      hash    one reference's reports: `count`, and `review` (the id of the
                                                   item they escalated to, once they have); the reference appears
                                                   only as the SHA-256 hex of its UTF-8, so a long one costs no
                                                   memory here; expires `report_counter_ttl_s` after its last report
+  mod:reports:refs:{account}              zset    the account's counters: each reference's SHA-256 hex, score = unix
+                                                  time its counter expires; past `report_counters_per_account` the
+                                                  counters nearest their end go (store/review/report_counters.py)
   mod:reports:day:{YYYY-MM-DD}:{account}  string  reports the account made that UTC day (capped)
   mod:escalations:day:{YYYY-MM-DD}:{account} string  review items its reports created that UTC day (capped);
                                                   both day counters expire a day after their day ends
@@ -92,11 +108,19 @@ and an endpoint's log expire `done_retention_s` after their last change:
   mod:webhooks:due                zset    the one shared due set of earlier versions: the claim moves what is left
                                           there into the lanes (store/webhooks/lua.py, CLAIM_DUE)
   mod:webhooks:undelivered        zset    the same members, score = when each became pending: depth and age metrics
+  mod:webhooks:undelivered:{account}  zset  the account's own, scored the same: at most MAX_UNDELIVERED_PER_ACCOUNT
+                                          (webhooks/deliveries.py); past it the oldest are dropped unsent
+  mod:webhooks:backlog_dropped    string  deliveries dropped unsent so, in all (a counter; the worker's metric)
+  mod:webhooks:sending:{account}  zset    the account's deliveries being sent now, by any worker, score = the end
+                                          of each one's lease (a dead worker's count ends with it): the claim's
+                                          share of one account; expires with its last lease
   mod:webhooks:log:{endpoint_id}  list    the endpoint's delivery attempts as JSON, newest first, capped
 
-Hash bank (`store.hash_bank.bank.HashBank`; DECIDE_REVIEW_ITEM adds a rejected image's hash):
+Hash bank (`store.hash_bank.bank.HashBank`; DECIDE_REVIEW_ITEM adds a rejected image's hash). An account's bank holds
+at most `max_entries` hashes, checked in the step that adds (`store.hash_bank.lua`):
   mod:hashbank:entries:{account}  hash    PDQ hex -> JSON `review_id` (null for an imported hash), `added_at`
   mod:hashbank:version:{account}  string  bumped at every change, so a replica's copy of the bank knows it is stale
+  mod:hashbank:skipped:{account}  string  rejected images not banked because the bank was full
 
 Admin audit log (`store.people.audit_log.AuditLog`), bounded and expiring:
   mod:audit:admin                 stream  one entry per admin change or refused admin token: `at`, `actor`,
@@ -109,6 +133,8 @@ Browser widget (`store.widget.tokens.WidgetStore`; the widget's Lua is in `store
   mod:widget:origin-keys:{origin} set     ids of the keys that allow the origin: what a CORS preflight reads
   mod:widget:token:{sha256}       hash    a widget token whose secret has this SHA-256: `key_id`, `uses_left`,
                                           `expires_at`; expires with the token (EXPIREAT)
+  mod:widget:live:{key_id}        zset    the key's live tokens: their SHA-256 scored by expiry, trimmed at each mint,
+                                          at most `live_tokens_per_key`; expires with the last of them
   mod:widget:rate:addr:{key_id}:{address}  hash  token bucket of one client address's checks through the key
   mod:widget:use:{YYYY-MM}:{key_id}  hash  the key's widget use that UTC month: `tokens`, `checks`,
                                           `refused_origin`, `refused_spent`, `refused_address`; expires 40 days
@@ -179,8 +205,8 @@ def work_in_progress(account: str) -> str:
     return f"{WORK_IN_PROGRESS_PREFIX}{account}"
 
 
-def review_next_id() -> str:
-    return f"{PREFIX}review:next-id"
+def review_sequence() -> str:
+    return f"{PREFIX}review:next-id"  # the name of the days when the sequence was the id
 
 
 def review_item(item_id: int) -> str:
@@ -219,13 +245,34 @@ def review_pending_ids_of(account: str) -> str:
     return f"{REVIEW_PENDING_IDS_PREFIX}{account}"
 
 
+def review_pending_accounts() -> str:
+    return f"{PREFIX}review:pending-accounts"
+
+
+def review_old_items_added() -> str:
+    return f"{PREFIX}review:old-items-added"
+
+
 def review_expiring() -> str:
     return f"{PREFIX}review:expiring"
 
 
+# The counters' index names each counter by its reference's SHA-256; the script that trims it names the counter
+# from inside Redis, from this prefix.
+REPORT_COUNTER_PREFIX = f"{PREFIX}reports:ref:"
+
+
+def reference_sha256_hex(reference: str) -> str:
+    return hashlib.sha256(reference.encode()).hexdigest()
+
+
 def report_counter(account: str, reference: str) -> str:
     """The reference is hashed: fixed width (so the account part stays unambiguous) and small."""
-    return f"{PREFIX}reports:ref:{hashlib.sha256(reference.encode()).hexdigest()}:{account}"
+    return f"{REPORT_COUNTER_PREFIX}{reference_sha256_hex(reference)}:{account}"
+
+
+def report_counters_of(account: str) -> str:
+    return f"{PREFIX}reports:refs:{account}"
 
 
 def reports_on_day(account: str, day: str) -> str:
@@ -285,13 +332,35 @@ def webhook_undelivered() -> str:
     return f"{PREFIX}webhooks:undelivered"
 
 
+# The outbox's scripts name an account's undelivered and in-flight sets from inside Redis, from these.
+WEBHOOK_UNDELIVERED_PREFIX = f"{PREFIX}webhooks:undelivered:"
+WEBHOOK_SENDING_PREFIX = f"{PREFIX}webhooks:sending:"
+
+
+def webhook_undelivered_of(account: str) -> str:
+    return f"{WEBHOOK_UNDELIVERED_PREFIX}{account}"
+
+
+def webhook_sending_of(account: str) -> str:
+    return f"{WEBHOOK_SENDING_PREFIX}{account}"
+
+
+def webhook_backlog_dropped() -> str:
+    return f"{PREFIX}webhooks:backlog_dropped"
+
+
+# The review scripts log a delivery dropped for its account's backlog from inside Redis (store/webhooks/lua.py).
+WEBHOOK_LOG_PREFIX = f"{PREFIX}webhooks:log:"
+
+
 def webhook_log(endpoint_id: str) -> str:
-    return f"{PREFIX}webhooks:log:{endpoint_id}"
+    return f"{WEBHOOK_LOG_PREFIX}{endpoint_id}"
 
 
 # DECIDE_REVIEW_ITEM adds a rejected image's hash to its account's bank from inside Redis.
 HASH_BANK_PREFIX = f"{PREFIX}hashbank:entries:"
 HASH_BANK_VERSION_PREFIX = f"{PREFIX}hashbank:version:"
+HASH_BANK_SKIPPED_PREFIX = f"{PREFIX}hashbank:skipped:"
 
 
 def hash_bank(account: str) -> str:
@@ -300,6 +369,10 @@ def hash_bank(account: str) -> str:
 
 def hash_bank_version(account: str) -> str:
     return f"{HASH_BANK_VERSION_PREFIX}{account}"
+
+
+def hash_bank_skipped(account: str) -> str:
+    return f"{HASH_BANK_SKIPPED_PREFIX}{account}"
 
 
 def review_claim(item_id: int) -> str:
@@ -331,6 +404,14 @@ def login_failures_from(address: str) -> str:
     return f"{PREFIX}login-failures-from:{address}"
 
 
+def user_sessions(name: str) -> str:
+    return f"{PREFIX}user-sessions:{name}"
+
+
+def password_check_failures(name: str) -> str:
+    return f"{PREFIX}password-check-failures:{name}"
+
+
 # The widget's check (store.widget.lua.WIDGET_AUTHORIZE) learns the key id inside Redis: these prefixes are the
 # single definition of the keys it builds from it.
 WIDGET_ORIGINS_PREFIX = f"{PREFIX}widget:origins:"
@@ -348,6 +429,10 @@ def widget_origin_keys(origin: str) -> str:
 
 def widget_token(secret_sha256_hex: str) -> str:
     return f"{PREFIX}widget:token:{secret_sha256_hex}"
+
+
+def widget_live_tokens(key_id: str) -> str:
+    return f"{PREFIX}widget:live:{key_id}"
 
 
 def widget_use_prefix(month: str) -> str:

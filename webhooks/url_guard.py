@@ -5,6 +5,9 @@ operator's network. So: `http` or `https` only, no user name or password in it, 
 to must be a public one: loopback, private (RFC 1918, fc00::/7), link-local (169.254.0.0/16, where cloud metadata
 services answer, and fe80::/10), carrier-grade NAT, multicast, reserved and unspecified addresses are refused, unless
 the operator sets MODERATION_WEBHOOK_ALLOW_PRIVATE (for a receiver on the same machine or network, and the tests).
+An IPv6 address that carries an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) reaches that IPv4
+address through the host, a translator or a relay, so the IPv4 address inside is held to the same rule: `ipaddress`
+calls 6to4's `2002:a00:5::` global, and on a cluster with a 6to4 relay or NAT64 it reaches 10.0.0.5.
 
 The rule is applied twice: when an endpoint is created or changed (a clear 400), and at every delivery, after a fresh
 DNS lookup, by the worker, which then connects to the very address it checked (webhooks/sender.py), so a name
@@ -90,13 +93,50 @@ def _check_host_syntax(host: str) -> None:
         raise UnsafeWebhookUrl("The webhook URL's host is not a valid DNS name (letters, digits, '-' and '.').")
 
 
-def is_public_address(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip in ipaddress.ip_network("100.64.0.0/10"):  # carrier-grade NAT: not global, yet not is_private
+CARRIER_GRADE_NAT = ipaddress.ip_network("100.64.0.0/10")  # not global, yet not is_private
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated (RFC 4291); ::1 and :: are in it too
+NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the IPv4 address is the last 32 bits
+# RFC 8215's local-use NAT64 prefix: never globally reachable, and where the IPv4 address sits inside it depends on
+# the prefix length the operator chose (RFC 6052: /32 to /96), so no one position can be decoded: always refused.
+NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def _passes_the_rule(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if ip in CARRIER_GRADE_NAT:
         return False
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_unspecified)
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries, which the connection may end up reaching: IPv4-mapped
+    (::ffff:0:0/96, the host's own stack), IPv4-compatible (::/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16, a relay)
+    and Teredo (2001::/32: its server and its client, stored inverted); none for any other address."""
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip in IPV4_COMPATIBLE or ip in NAT64_WELL_KNOWN:
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
+def is_public_address(address: str) -> bool:
+    """Whether the webhook rule lets the worker connect to this address: it, and every IPv4 address it carries, must
+    be public. An IPv4-mapped or NAT64 address is nothing but its IPv4 address, which decides alone (so an IPv6-only
+    cluster behind DNS64 still reaches public IPv4 receivers); the other forms must pass as IPv6 addresses too."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _passes_the_rule(ip)
+    if ip in NAT64_LOCAL_USE:
+        return False
+    carried = carried_ipv4(ip)
+    if not all(_passes_the_rule(inner) for inner in carried):
+        return False
+    if ip.ipv4_mapped is not None or ip in NAT64_WELL_KNOWN:
+        return True
+    return _passes_the_rule(ip)
 
 
 def resolve(target: WebhookTarget) -> list[str]:
@@ -113,8 +153,9 @@ def allowed_addresses(target: WebhookTarget, *, allow_private: bool) -> list[str
         refused = [address for address in addresses if not is_public_address(address)]
         if refused:
             raise UnsafeWebhookUrl(
-                f"The webhook host {target.host!r} resolves to a loopback, private, link-local or reserved address "
-                f"({refused[0]}); the operator has not allowed those (MODERATION_WEBHOOK_ALLOW_PRIVATE)."
+                f"The webhook host {target.host!r} resolves to a loopback, private, link-local or reserved address, "
+                f"or one that carries such an IPv4 address ({refused[0]}); the operator has not allowed those "
+                f"(MODERATION_WEBHOOK_ALLOW_PRIVATE)."
             )
     return addresses
 

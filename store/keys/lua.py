@@ -4,7 +4,19 @@ and a new key's record. Each runs inside Redis as one atomic step; the comment a
 Key names come in through KEYS (built by `store.redis_keys`), or, where a name is known only inside the script, as a
 prefix in ARGV (also from `store.redis_keys`); numbers go back as strings where they are fractional, since Redis
 would truncate a Lua number to an integer.
+
+A full store (`maxmemory`, `noeviction`) refuses a plain script only at its first write that may grow memory, and
+lets every write after any first one through, even past the limit (a script is never left half done). The scripts
+that may grow memory begin with `REFUSED_WHOLE_WHEN_FULL` instead, whatever they write first: the server refuses
+them before they run (an OutOfMemoryError), so a full store admits no request. Script flags need Redis 7.0 or
+Valkey 7.2 and later.
+`GIVE_BACK_QUOTA` only ever lowers a counter and is let through (`LET_THROUGH_WHEN_FULL`): a unit taken just before
+the store filled still goes back when its request fails.
 """
+
+# Script flags (Valkey/Redis 7+): a flagged script without `allow-oom` is refused whole on a full store.
+REFUSED_WHOLE_WHEN_FULL = "#!lua\n"
+LET_THROUGH_WHEN_FULL = "#!lua flags=allow-oom\n"
 
 # Token bucket of one key, the rate limit, taken by AUTHORIZE below. Read, refill, take and write back
 # must be one step: two requests of the same key racing between the read and the write would both
@@ -121,7 +133,7 @@ end
 # Returns {"refused"}, {"unconfigured", key JSON} or {"ok", key JSON, plan JSON, profile JSON, wait, taken}
 # (wait as `take_rate_token` returns it: "0" when admitted, else the seconds until a token is available; taken as
 # `take_units` returns it when asked to admit and a token was taken, else "": nothing taken).
-AUTHORIZE = TAKE_RATE_TOKEN + KEY_WITH_CONFIG + TAKE_UNITS + """
+AUTHORIZE = REFUSED_WHOLE_WHEN_FULL + TAKE_RATE_TOKEN + KEY_WITH_CONFIG + TAKE_UNITS + """
 local admit = ARGV[6] == 'admit'
 if admit then
   for i = 14, #ARGV, 2 do
@@ -160,7 +172,7 @@ return {'ok', found[1], found[2], found[3], string.format('%.17g', wait), tostri
 # max_in_flight, ARGV[5] the slot's id, ARGV[6] its lease in seconds, and ARGV[7] on the slots of the account's ended
 # requests that their replica has not given back yet (QuotaStore.release_slot), given back first, so that an account's
 # next request never finds its own finished ones in the way. Returns as take_units.
-TAKE_QUOTA = TAKE_UNITS + """
+TAKE_QUOTA = REFUSED_WHOLE_WHEN_FULL + TAKE_UNITS + """
 if KEYS[2] and #ARGV > 6 then
   redis.call('ZREM', KEYS[2], unpack(ARGV, 7))
 end
@@ -171,7 +183,7 @@ return take_units(KEYS[1], tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), KEYS[2
 # Give units back without going below zero: a separate check and DECR could race another
 # give-back and leave the counter negative, which would hand out an extra unit.
 # KEYS[1] month counter; ARGV[1] units (default 1).
-GIVE_BACK_QUOTA = """
+GIVE_BACK_QUOTA = LET_THROUGH_WHEN_FULL + """
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local units = math.min(used, tonumber(ARGV[1] or '1'))
 if units > 0 then

@@ -5,14 +5,14 @@ stored only as a scrypt hash (hashlib's, a memory-hard KDF in the standard libra
 its own random salt and its cost parameters beside it, so the cost can be raised later without breaking old hashes.
 A user has an `id` (random, new at every creation) and a `generation` (bumped at every password or role change);
 a session holds both (store/people/sessions.py), so deleting and re-creating a name, or changing its password or role,
-ends every session opened before. A moderator sees and decides only the items of the `accounts` an operator
+ends every session opened before. Every hash runs in the process's hash pool (store/people/hash_pool.py), which
+bounds how many run at once. A moderator sees and decides only the items of the `accounts` an operator
 assigned them (none: nothing); an operator sees every account.
 Key schema: `store.redis_keys` (mod:user:{name}, mod:users).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -27,6 +27,7 @@ from redis.exceptions import WatchError
 
 from policy.names import NAME_PATTERN
 from store import redis_keys
+from store.people.hash_pool import PASSWORD_HASHES, HashPool
 
 Role = Literal["moderator", "operator"]
 ROLES: tuple[Role, ...] = ("moderator", "operator")
@@ -120,16 +121,15 @@ def check_password_rules(password: str) -> None:
 
 
 class UserStore:
-    def __init__(self, redis: Redis):
-        self._redis = redis
+    def __init__(self, redis: Redis, hashes: HashPool = PASSWORD_HASHES):
+        self._redis, self._hashes = redis, hashes
 
     async def create(
         self, name: str, role: Role, password: str, now: float | None = None, accounts: list[str] | None = None
     ) -> User:
         """Raises UserExists (nothing written), InvalidPassword or InvalidAccounts."""
         accounts = checked_accounts(accounts or [])
-        # In a worker thread: a tenth of a second of scrypt must not stall the listener's other requests.
-        password_hash = await asyncio.to_thread(hash_password, password)
+        password_hash = await self._hashes.run_in_turn(hash_password, password)
         user = User(name=name, role=role, password_hash=password_hash, created_at=time.time() if now is None else now,
                     id=secrets.token_urlsafe(16), accounts=accounts)  # fmt: skip
         async with self._redis.pipeline(transaction=True) as pipe:
@@ -175,7 +175,7 @@ class UserStore:
 
     async def set_password(self, name: str, password: str) -> User | None:
         """Raises InvalidPassword (nothing changed). A new generation: the user's sessions end."""
-        password_hash = await asyncio.to_thread(hash_password, password)
+        password_hash = await self._hashes.run_in_turn(hash_password, password)
         return await self.update(name, password_hash=password_hash, generation=lambda user: user.generation + 1)
 
     async def assign(self, name: str, *, role: Role | None = None, accounts: list[str] | None = None) -> User | None:
@@ -200,10 +200,11 @@ class UserStore:
         return bool(deleted)
 
     async def authenticate(self, name: str, password: str) -> User | None:
-        """The user when the password is theirs. An unknown name costs a hash too, so timing does not tell names."""
+        """The user when the password is theirs. An unknown name costs a hash too, so timing does not tell names.
+        Raises HashesBusy (nothing checked) when the hash pool is full."""
         user = await self.get(name)
         stored = user.password_hash if user is not None else _DECOY_HASH
-        matches = await asyncio.to_thread(verify_password, password, stored)
+        matches = await self._hashes.run_or_refuse(verify_password, password, stored)
         return user if matches and user is not None else None
 
 

@@ -1,8 +1,9 @@
 """The human review queue and the content reports that feed it, in Redis.
 
 An item is a hash: its immutable fields as one JSON `data` field, and `status` / `decided_at`
-as plain fields, so the Lua scripts can check and change the status without parsing JSON.
-Key schema: `store.redis_keys`. Scripts: `store.review.lua`.
+as plain fields, so the Lua scripts can check and change the status without parsing JSON. Its id is random
+(`new_review_id`), so that an account learns nothing of other accounts' items from its own ids; the queue's order is
+a creation sequence that only the store sees. Key schema: `store.redis_keys`. Scripts: `store.review.lua`.
 
 What the store keeps is bounded by `ReviewRules`: a reference's report counter expires after its
 last report, an account's reports and escalations per UTC day are capped (`ReportLimitExceeded`,
@@ -15,6 +16,8 @@ fill at most `pending_per_account` items of at most ~9 KB each plus their text (
 
 from __future__ import annotations
 
+import logging
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,17 +27,30 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from store import redis_keys
+from store.hash_bank.bank import MAX_ENTRIES_PER_ACCOUNT, decision_args
 from store.review import decision_counts, lua
+from store.review.report_counters import COUNTERS_PER_ACCOUNT, ReportCounters
 from store.webhooks.outbox import review_event_args
 from policy.types import MAX_FIELD_CHARS, MAX_REVIEW_TEXT_CHARS, ContentKind, ReviewItem, ReviewReason
 
+log = logging.getLogger("moderation.review")
 DECISIONS = ("approved", "rejected")
+# bank_rejected_hash's answer when the account's bank is full (store/hash_bank/lua.py).
+_BANK_SKIPPED = -1
 # How many ids `list` reads per round trip while it filters by a second criterion.
 _LIST_PAGE = 200
 # How many expired items each creation, decision (or prune) takes out of the indexes. Each of them
 # adds at most one item to expire later, so pruning several per call never falls behind.
 _PRUNE_PER_CALL = 16
 DAY_S = 24 * 3600
+# A review id is an integer (the spec's `review_id` and `GET /v1/review/{id}`) drawn at random from the 14-digit
+# ones: it tells nothing about other items, yet it reaches webhooks and the hash bank exactly (the store's Lua writes
+# numbers in JSON with 14 significant digits) and stays below 2^53 for JavaScript clients. Ids handed out before were
+# a counter's, far below, so the two never meet.
+_FIRST_ID, _ID_COUNT = 10**13, 9 * 10**13
+# The creating scripts' answer when the id drawn is one the queue holds already: draw again (store/review/lua.py).
+_ID_TAKEN = -1
+_REPORT_ID_TAKEN = 4
 # Retry-After of `ReviewQueueFull`: room comes back when moderators decide pending items, which no
 # clock predicts; a minute keeps a retrying client cheap without hiding room for long.
 QUEUE_FULL_RETRY_AFTER_S = 60
@@ -46,6 +62,9 @@ class ReviewRules:
 
     # A reference's report counter is forgotten this long after its last report.
     report_counter_ttl_s: int = 30 * DAY_S
+    # Report counters one account keeps; past it its least recently reported references are forgotten first
+    # (store/review/report_counters.py).
+    report_counters_per_account: int = COUNTERS_PER_ACCOUNT
     # Reports one account may make per UTC day; the next one is refused (nothing counted).
     reports_per_account_per_day: int = 10_000
     # Review items one account's reports may create per UTC day; the report that would create one
@@ -59,11 +78,16 @@ class ReviewRules:
     # refused (`ReviewQueueFull`) until moderators decide some or they expire. At ~9 KB for the largest item,
     # 10,000 is ~90 MB: a fifth of the embedded store's 512 MiB.
     pending_per_account: int = 10_000
+    # Hashes one account's bank may hold (store/hash_bank/bank.py): a rejected image past it is not banked.
+    hash_bank_max_entries: int = MAX_ENTRIES_PER_ACCOUNT
 
     def __post_init__(self) -> None:
         if min(self.report_counter_ttl_s, self.decided_retention_s, self.pending_retention_s) < 1:
             raise ValueError("report_counter_ttl_s, decided_retention_s and pending_retention_s must be at least 1 s")
-        if min(self.reports_per_account_per_day, self.escalations_per_account_per_day, self.pending_per_account) < 0:
+        if self.report_counters_per_account < 1:
+            raise ValueError("report_counters_per_account must be at least 1")
+        if min(self.reports_per_account_per_day, self.escalations_per_account_per_day, self.pending_per_account,
+               self.hash_bank_max_entries) < 0:
             raise ValueError("the caps must not be negative")
 
 
@@ -108,6 +132,10 @@ def _capped(name: str, value: str | None) -> str | None:
     if value is not None and len(value) > MAX_FIELD_CHARS:
         raise InvalidReviewField(f"'{name}' is longer than {MAX_FIELD_CHARS} characters.")
     return value
+
+
+def new_review_id() -> int:
+    return _FIRST_ID + secrets.randbelow(_ID_COUNT)
 
 
 def day_of(now: float) -> tuple[str, int, float]:
@@ -165,6 +193,7 @@ class ReviewQueue:
         self.rules = rules or ReviewRules()
         self._create = redis.register_script(lua.CREATE_REVIEW_ITEM)
         self._report = redis.register_script(lua.REPORT)
+        self._counters = ReportCounters(redis, self.rules.report_counters_per_account, self.rules.report_counter_ttl_s)
         self._decide = redis.register_script(lua.DECIDE_REVIEW_ITEM)
         self._prune = redis.register_script(lua.PRUNE_REVIEW_ITEMS)
 
@@ -172,10 +201,11 @@ class ReviewQueue:
     def _queue_keys() -> list[str]:
         # The layout of the scripts' queue keys (store/review/lua.py, _REVIEW_LAYOUT).
         return [
-            redis_keys.review_next_id(),
+            redis_keys.review_sequence(),
             redis_keys.review_all(),
             *(redis_keys.review_by_status(status) for status in ("pending", *DECISIONS)),
             redis_keys.review_expiring(),
+            redis_keys.review_pending_accounts(),
         ]
 
     @staticmethod
@@ -187,10 +217,11 @@ class ReviewQueue:
         ]  # fmt: skip
 
     def _new_item_args(self, account: str, data: _ItemData, now: float) -> tuple[list[str], list]:
-        """KEYS after the queue's and ARGV after the queue's of a script that may create an item."""
+        """KEYS after the queue's and ARGV after the queue's of a script that may create an item, with a new id."""
         expire_at = int(now + self.rules.pending_retention_s) + 1
         keys = [*self._queue_keys(), redis_keys.review_by_account(account), redis_keys.review_pending_of(account)]
-        args = [*self._queue_args(now), account, data.model_dump_json(), expire_at, self.rules.pending_per_account]
+        args = [*self._queue_args(now), account, data.model_dump_json(), expire_at, self.rules.pending_per_account,
+                new_review_id()]  # fmt: skip
         return keys, args  # the scripts' webhook arguments (review_event_args) go after the caller's own
 
     async def create(
@@ -226,8 +257,10 @@ class ReviewQueue:
             text_chars=len(text) if text is not None else None,
             profile=profile,
         )
-        keys, args = self._new_item_args(account, data, now)
-        item_id = int(await self._create(keys=keys, args=[*args, *review_event_args(now)]))
+        item_id = _ID_TAKEN
+        while item_id == _ID_TAKEN:
+            keys, args = self._new_item_args(account, data, now)
+            item_id = int(await self._create(keys=keys, args=[*args, *review_event_args(now)]))
         if item_id == 0:
             raise ReviewQueueFull(self.rules.pending_per_account)
         return ReviewItem(id=item_id, status="pending", **data.model_dump())
@@ -293,15 +326,19 @@ class ReviewQueue:
         reply = await self._decide(
             keys=[redis_keys.review_item(item_id), *self._queue_keys()],
             args=[*self._queue_args(now), status, repr(now), item_id, expire_at, decided_by, reason_code,
-                  *review_event_args(now)],
+                  *decision_args(self.rules.hash_bank_max_entries), *review_event_args(now)],
         )
         outcome = reply[0]
         if outcome == "missing":
             raise ReviewItemNotFound(item_id)
         if outcome == "decided":
             raise ReviewAlreadyDecided(item_id)
+        item = review_item_of(item_id, dict(zip(reply[2::2], reply[3::2])))
+        if int(reply[1]) == _BANK_SKIPPED:
+            log.warning("hash bank of %s holds its %d hashes: rejected item %d was not banked",
+                        item.account, self.rules.hash_bank_max_entries, item_id)  # fmt: skip
         await decision_counts.count_decision(self._redis, now)
-        return review_item_of(item_id, dict(zip(reply[1::2], reply[2::2])))
+        return item
 
     async def prune(self, now: float | None = None) -> int:
         """Takes up to a batch of expired items (pending or decided) out of the indexes; returns how many."""
@@ -332,25 +369,28 @@ class ReviewQueue:
         )
         day, day_counters_expire_at, rest_of_day_s = day_of(now)
         rules = self.rules
-        queue_keys, queue_args = self._new_item_args(account, data, now)
-        count, review_id, refused = await self._report(
-            keys=[
-                redis_keys.report_counter(account, reference),
-                redis_keys.reports_on_day(account, day),
-                redis_keys.escalations_on_day(account, day),
-                *queue_keys,
-            ],
-            args=[
-                *queue_args, threshold, rules.report_counter_ttl_s, day_counters_expire_at,
-                rules.reports_per_account_per_day, rules.escalations_per_account_per_day, *review_event_args(now),
-            ],
-        )  # fmt: skip
+        refused = _REPORT_ID_TAKEN
+        while int(refused) == _REPORT_ID_TAKEN:
+            queue_keys, queue_args = self._new_item_args(account, data, now)
+            count, review_id, refused = await self._report(
+                keys=[
+                    redis_keys.report_counter(account, reference),
+                    redis_keys.reports_on_day(account, day),
+                    redis_keys.escalations_on_day(account, day),
+                    *queue_keys,
+                ],
+                args=[
+                    *queue_args, threshold, rules.report_counter_ttl_s, day_counters_expire_at,
+                    rules.reports_per_account_per_day, rules.escalations_per_account_per_day, *review_event_args(now),
+                ],
+            )  # fmt: skip
         if int(refused) == 1:
             raise ReportLimitExceeded("reports", rules.reports_per_account_per_day, rest_of_day_s)
         if int(refused) == 2:
             raise ReportLimitExceeded("escalations", rules.escalations_per_account_per_day, rest_of_day_s)
         if int(refused) == 3:
             raise ReviewQueueFull(rules.pending_per_account)
+        await self._counters.track(account, reference)
         escalated = int(review_id) != 0
         return CountedReport(
             reference=reference,

@@ -1,5 +1,6 @@
-"""The browser widget's state in Redis: each key's allowed page origins, widget tokens, the verdict signing secret,
-redeemed verdicts and each key's widget use. The key schema is documented in `store.redis_keys`.
+"""The browser widget's state in Redis: each key's allowed page origins, widget tokens and the count of its live ones,
+the verdict signing secret, redeemed verdicts and each key's widget use. The key schema is documented in
+`store.redis_keys`.
 
 A token's secret is never stored, only its SHA-256, as for API keys (store/keys/config.py). Nothing the widget sends
 (the text, the photo) is stored here.
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from policy.types import ApiKey, Plan, Profile
-from policy.widget_tokens import ADDRESS_BURST, ADDRESS_RATE_PER_S
+from policy.widget_tokens import ADDRESS_BURST, ADDRESS_RATE_PER_S, DEFAULT_TOKEN_MINUTES
 from store import redis_keys
-from store.widget.lua import SET_WIDGET_ORIGINS, WIDGET_AUTHORIZE
+from store.widget.lua import MINT_WIDGET_TOKEN, SET_WIDGET_ORIGINS, WIDGET_AUTHORIZE
 from store.keys.quota import month_of
 
 TOKEN_PREFIX = "wt_"
@@ -24,6 +25,15 @@ SIGNING_SECRET_BYTES = 32
 # A month's use counter outlives its month by about as long as the quota's, so last month's stays readable.
 USE_KEPT_S = 40 * 24 * 3600
 USE_FIELDS = ("tokens", "checks", "refused_origin", "refused_spent", "refused_address")
+# Live tokens one key may hold at once (MODERATION_WIDGET_LIVE_TOKENS_PER_KEY). A mint costs no quota unit, so without
+# it a loop at the key's rate (20/s) of 24-hour tokens would keep 1.7 million live, more than the store holds. A live
+# token takes ~360 bytes of store memory (its hash with its keyspace and expiry entries ~240, its entry in the key's
+# live set ~120; measured on Valkey 9.1 at 5,000 tokens), so at most ~1.8 MB per key; 5,000 is a page view with a
+# form every 0.36 s, around the clock, at the default 30-minute token.
+LIVE_TOKENS_PER_KEY = 5_000
+# A mint refused for the cap answers Retry-After when the key's oldest live token expires, at most a default token's
+# life: a key that mints 24-hour tokens is not told to come back tomorrow for the one slot that frees first.
+FULL_RETRY_AFTER_MAX_S = DEFAULT_TOKEN_MINUTES * 60
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,15 @@ class MintedToken:
     secret: str
     expires_at: float
     uses: int
+
+
+class TooManyLiveTokens(Exception):
+    """The key already holds its cap of live widget tokens; nothing was minted. `retry_after_s`: until its oldest live
+    token expires (at most FULL_RETRY_AFTER_MAX_S)."""
+
+    def __init__(self, cap: int, retry_after_s: float):
+        super().__init__(f"The key holds {cap} live widget tokens, its limit; mint again once one expires.")
+        self.cap, self.retry_after_s = cap, retry_after_s
 
 
 @dataclass(frozen=True)
@@ -53,10 +72,18 @@ class WidgetRefused:
     reason: str
     retry_after_s: float = 0.0
 
+    @property
+    def origin_allowed(self) -> bool:
+        """Whether the page's origin is one the token's key allows: WIDGET_AUTHORIZE checks the origin right after
+        the token and its key, so every later refusal comes from an allowed origin."""
+        return self.reason not in ("token", "origin")
+
 
 class WidgetStore:
-    def __init__(self, redis: Redis):
+    def __init__(self, redis: Redis, live_tokens_per_key: int = LIVE_TOKENS_PER_KEY):
         self._redis = redis
+        self._live_tokens_per_key = live_tokens_per_key
+        self._mint = redis.register_script(MINT_WIDGET_TOKEN)
         self._authorize = redis.register_script(WIDGET_AUTHORIZE)
         self._set_origins = redis.register_script(SET_WIDGET_ORIGINS)
         self._signing_secret: bytes | None = None
@@ -77,15 +104,19 @@ class WidgetStore:
         return await self._redis.exists(redis_keys.widget_origin_keys(origin)) == 1
 
     async def mint(self, key_id: str, *, minutes: int, uses: int, now: float | None = None) -> MintedToken:
+        """A new token of the key, counted among its live ones in the same step (the MINT_WIDGET_TOKEN script of
+        `store.widget.lua`); TooManyLiveTokens when the key holds its cap of them."""
         now = time.time() if now is None else now
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        record_key = redis_keys.widget_token(redis_keys.secret_sha256_hex(secret))
+        secret_sha256 = redis_keys.secret_sha256_hex(secret)
         expires_at = now + minutes * 60
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(record_key, mapping={"key_id": key_id, "uses_left": uses, "expires_at": expires_at})
-            pipe.expireat(record_key, int(expires_at) + 1)
-            self._count(pipe, key_id, "tokens", now)
-            await pipe.execute()
+        outcome, *wait_s = await self._mint(
+            keys=[redis_keys.widget_token(secret_sha256), redis_keys.widget_live_tokens(key_id),
+                  redis_keys.widget_use(month_of(now)[0], key_id)],
+            args=[key_id, uses, expires_at, now, self._live_tokens_per_key, secret_sha256, USE_KEPT_S],
+        )  # fmt: skip
+        if outcome != "ok":
+            raise TooManyLiveTokens(self._live_tokens_per_key, min(float(wait_s[0]), FULL_RETRY_AFTER_MAX_S))
         return MintedToken(secret=secret, expires_at=expires_at, uses=uses)
 
     async def admit_check(self, secret: str, *, origin: str, address: str) -> WidgetAdmitted | WidgetRefused:
@@ -132,8 +163,3 @@ class WidgetStore:
         """True the first time a verdict's nonce is redeemed, False ever after (until the verdict expires, when it
         is refused as expired anyway)."""
         return bool(await self._redis.set(redis_keys.widget_redeemed(nonce), 1, nx=True, exat=int(expires_at) + 1))
-
-    def _count(self, pipe, key_id: str, field: str, now: float) -> None:
-        use_key = redis_keys.widget_use(month_of(now)[0], key_id)
-        pipe.hincrby(use_key, field, 1)
-        pipe.expire(use_key, USE_KEPT_S)

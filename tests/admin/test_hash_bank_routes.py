@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import skimage.data
 from PIL import Image
-from support.api import assert_error
+from support.api import StubBackends, assert_error, seeded_api
 
+from serve_app.services import Services
 from store.hash_bank.csv_format import hashes_of_csv
+from store.review.queue import ReviewRules
 
 
 def _jpeg(pixels: np.ndarray, size: tuple[int, int] | None = None, quality: int = 90) -> bytes:
@@ -112,6 +114,26 @@ def test_an_import_over_the_limit_is_a_413_and_adds_nothing(api):
     response = api.client.post("/admin/v1/accounts/acme/hash-bank/import", content=lines, headers=api.admin)
     assert_error(response, 413, "import_too_large")
     assert api.client.get("/admin/v1/accounts/acme/hash-bank", headers=api.admin).json()["count"] == 0
+
+
+def test_an_import_past_the_banks_cap_is_a_409_and_a_rejection_past_it_still_decides(redis_url):
+    """The bank of an account holds at most MODERATION_HASH_BANK_MAX_PER_ACCOUNT hashes (2 here)."""
+    backends = StubBackends()
+    services = Services.connect(redis_url, backends, inference_timeout_s=2,
+                                review_rules=ReviewRules(hash_bank_max_entries=2))  # fmt: skip
+    with seeded_api(services, backends) as api:
+        key = api.new_key()
+        _rejected(api, key)
+        three = "".join(f"{n:064x},,,\n" for n in range(3))
+        refused = api.client.post("/admin/v1/accounts/acme/hash-bank/import", content=three, headers=api.admin)
+        assert_error(refused, 409, "hash_bank_full")
+        assert "holds 1 of its 2 hashes" in refused.json()["error"]["message"]
+        one = api.client.post("/admin/v1/accounts/acme/hash-bank/import", content=three[:65], headers=api.admin)
+        assert one.json()["count"] == 2
+        # Full: the next rejection is decided (200, as ever) and its image not banked, which the listing counts.
+        _rejected(api, key, _jpeg(skimage.data.coffee()))
+        bank = api.client.get("/admin/v1/accounts/acme/hash-bank", headers=api.admin).json()
+        assert (bank["count"], bank["max_entries"], bank["rejections_not_banked"]) == (2, 2, 1)
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "pdq,id\n", "zz" * 32 + ",1\n"])

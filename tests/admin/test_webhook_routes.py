@@ -70,6 +70,19 @@ def test_a_malformed_url_is_a_400_on_create_and_on_change_never_a_500(redis_url,
         assert admin.get(f"/admin/v1/webhooks/{endpoint['id']}").json()["url"] == "http://127.0.0.1:9/"
 
 
+@pytest.mark.parametrize(
+    "url", ["http://[2002:a00:5::]/x", "http://[2002:7f00:1::]/x", "https://[2002:c0a8:101::]/x",  # 6to4
+            "http://[64:ff9b::a00:5]/x", "http://[::a00:5]/x", "http://[2001:0:5db8:d822::f5ff:fffe]/x"],
+)  # fmt: skip
+def test_a_url_whose_ipv6_address_carries_an_internal_ipv4_address_is_a_400_on_create_and_on_change(redis_url, url):
+    # 10.0.0.5, 127.0.0.1 and 192.168.1.1 behind 6to4, NAT64, IPv4-compatible and Teredo: the 6to4 ones were a 201.
+    with _admin(redis_url, allow_private=False) as admin:
+        assert_error(admin.post("/admin/v1/accounts/acme/webhooks", json={"url": url}), 400, "invalid_request")
+        assert admin.get("/admin/v1/accounts/acme/webhooks").json()["endpoints"] == []
+        endpoint = admin.post("/admin/v1/accounts/acme/webhooks", json={"url": "http://[2002:5db8:d822::]/"}).json()
+        assert_error(admin.patch(f"/admin/v1/webhooks/{endpoint['id']}", json={"url": url}), 400, "invalid_request")
+
+
 def test_an_account_has_at_most_ten_endpoints(redis_url):
     with _admin(redis_url, allow_private=True) as admin:
         for _ in range(10):

@@ -1,16 +1,73 @@
 """Dashboard users, logins and sessions: scrypt hashes, the session cookie's flags, CSRF on every form, login names
-checked first, the brakes on wrong passwords per address and per name, roles, and the audit log of all of it."""
+checked first, the brakes on wrong passwords per address and per name (and on the password form's current password),
+taken before any hash even by simultaneous requests, the bound on hashes running at once, roles, and the audit log of
+all of it."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
 import redis
 from support.api import ADMIN_TOKEN
 from support.dashboard import ADMIN, PASSWORD, csrf_of, log_in, make_user, post_form
 
+from dashboard.auth import COOKIE
+from dashboard.csrf import LOGIN_COOKIE
+from runtime.admin_server import create_admin_listener_app
+from serve_app.services import Services
 from store import redis_keys
 from store.people import users as users_module
-from store.people.sessions import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME
+from store.people.hash_pool import HASH_MAX_WAITING, HASH_WORKERS
+from store.people.sessions import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME, MAX_WRONG_CURRENT_PASSWORDS
 from store.people.users import verify_password
+
+# The login form's CSRF token is a double-submit cookie: any value, sent in both places, passes.
+LOGIN_TOKEN = "a-login-form-token"
+
+
+class HashMeter:
+    """Stands in for scrypt's check of a wrong password: counts the checks and the most running at once."""
+
+    def __init__(self, seconds: float = 0.3):
+        self.seconds, self.checks, self.running, self.peak = seconds, 0, 0, 0
+        self._lock = threading.Lock()
+
+    def __call__(self, password: str, stored: str) -> bool:
+        with self._lock:
+            self.checks, self.running = self.checks + 1, self.running + 1
+            self.peak = max(self.peak, self.running)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.running -= 1
+        return False
+
+
+@pytest.fixture
+async def listener(redis_url):
+    """The admin listener's app in the test's own event loop, to send it requests at the same moment."""
+    services = Services.connect(redis_url, None)
+    yield create_admin_listener_app(services, ADMIN_TOKEN)
+    await services.redis.aclose()
+
+
+async def simultaneous_posts(app, path: str, forms: list[dict], addresses: list[str], cookies: dict) -> list:
+    """Posts every form at once, each from its own browser at its address; the answers in the same order."""
+
+    async def post(form: dict, address: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, client=(address, 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://admin", cookies=cookies) as browser:
+            return await browser.post(path, data=form)
+
+    return await asyncio.gather(*(post(form, address) for form, address in zip(forms, addresses)))
+
+
+def login_forms(names: list[str]) -> list[dict]:
+    return [{"name": name, "password": "wrong-password!", "csrf_token": LOGIN_TOKEN} for name in names]
 
 
 def audit(client) -> list[tuple]:
@@ -198,3 +255,53 @@ def test_a_role_change_ends_the_users_sessions_and_new_accounts_apply_at_the_nex
     assert client.get("/dashboard/", follow_redirects=False).status_code == 303
     assert client.patch("/admin/v1/users/nobody", json={"role": "operator"}, headers=ADMIN).status_code == 404
     assert client.patch("/admin/v1/users/mia", json={"accounts": [""]}, headers=ADMIN).status_code == 400
+
+
+@pytest.mark.anyio
+async def test_simultaneous_wrong_passwords_for_a_name_get_only_its_limit_of_hashes_and_the_rest_429(
+    listener, monkeypatch
+):
+    meter = HashMeter()
+    monkeypatch.setattr(users_module, "verify_password", meter)
+    answers = await simultaneous_posts(listener, "/dashboard/login", login_forms(["mia"] * 60), ["203.0.113.9"] * 60,
+                                       {LOGIN_COOKIE: LOGIN_TOKEN})  # fmt: skip
+    assert Counter(answer.status_code for answer in answers) == {401: MAX_FAILURES_PER_NAME, 429: 55}
+    assert meter.checks == MAX_FAILURES_PER_NAME
+
+
+@pytest.mark.anyio
+async def test_simultaneous_logins_never_run_more_hashes_at_once_than_the_pool_and_past_its_queue_answer_503(
+    listener, redis_url, monkeypatch
+):
+    meter = HashMeter()
+    monkeypatch.setattr(users_module, "verify_password", meter)
+    addresses = [f"198.51.100.{n}" for n in range(40)]  # one try per name and address: no brake holds
+    answers = await simultaneous_posts(listener, "/dashboard/login", login_forms([f"user-{n}" for n in range(40)]),
+                                       addresses, {LOGIN_COOKIE: LOGIN_TOKEN})  # fmt: skip
+    statuses = Counter(answer.status_code for answer in answers)
+    assert meter.peak == HASH_WORKERS and meter.checks == statuses[401] >= HASH_WORKERS + HASH_MAX_WAITING
+    assert statuses[401] + statuses[503] == 40 and statuses[503] > 0
+    refused = [address for address, answer in zip(addresses, answers) if answer.status_code == 503]
+    assert all(answer.headers["retry-after"] == "1" for answer in answers if answer.status_code == 503)
+    with redis.Redis.from_url(redis_url, decode_responses=True) as store:  # nothing was checked: nothing counted
+        assert store.mget([redis_keys.login_failures_from(address) for address in refused]) == [None] * len(refused)
+
+
+@pytest.mark.anyio
+async def test_simultaneous_wrong_current_passwords_in_the_password_form_are_braked_per_user(listener, monkeypatch):
+    user = await listener.state.dashboard.users.create("mia", "moderator", PASSWORD)
+    token, session = await listener.state.dashboard.sessions.create("mia", user.id, user.generation)
+    meter = HashMeter()
+    monkeypatch.setattr(users_module, "verify_password", meter)
+    new = "another-long-password"
+    forms = [{"csrf_token": session.csrf_token, "current": "wrong-password-x", "new": new, "again": new}] * 20
+    answers = await simultaneous_posts(listener, "/dashboard/password", forms, ["198.51.100.4"] * 20, {COOKIE: token})
+    assert Counter(answer.status_code for answer in answers) == {403: MAX_WRONG_CURRENT_PASSWORDS, 429: 15}
+    assert meter.checks == MAX_WRONG_CURRENT_PASSWORDS
+    monkeypatch.setattr(users_module, "verify_password", verify_password)
+    [right] = await simultaneous_posts(listener, "/dashboard/password", [{**forms[0], "current": PASSWORD}],
+                                       ["198.51.100.4"], {COOKIE: token})  # fmt: skip
+    assert right.status_code == 429 and 0 < int(right.headers["retry-after"]) <= LOGIN_WINDOW_S
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=listener), base_url="http://admin") as admin:
+        entries = (await admin.get("/admin/v1/audit", headers=ADMIN)).json()["entries"]
+    assert [entry["status"] for entry in entries] == [403] * MAX_WRONG_CURRENT_PASSWORDS  # never a 429

@@ -1,5 +1,5 @@
-"""The moderators' pages: the queue oldest first and filtered, an item with its text and scores, claims, decisions
-("decide and next") that the client sees, and the queue's numbers as metrics."""
+"""The moderators' pages: the queue oldest first (an operator's round the accounts) and filtered, an item with its
+text and scores, claims, decisions ("decide and next") that the client sees, and the queue's numbers as metrics."""
 
 from __future__ import annotations
 
@@ -40,6 +40,19 @@ def item_ids_of(html: str) -> list[int]:
 
 def test_the_queue_lists_pending_items_oldest_first(mia, queued):
     assert item_ids_of(mia.get("/dashboard/").text) == queued
+
+
+def test_an_operators_queue_goes_round_the_accounts_and_decide_and_next_moves_on_to_the_next_one(api, backends, olga,
+                                                                                                  queued):
+    """Without an account filter, each account's oldest item first, then each one's second oldest...: one account's
+    backlog never fills the first page. An account filter (and a moderator's accounts) stays oldest first."""
+    backends.image_scores = {"nsfw": 0.5}
+    other = api.moderate(api.new_key(account="other")).json()["review_id"]
+    assert item_ids_of(olga.get("/dashboard/").text) == [queued[0], other, queued[1], queued[2]]
+    assert item_ids_of(olga.get("/dashboard/?account=acme").text) == queued
+    first = f"/dashboard/items/{queued[0]}"
+    decided = post_form(olga, f"{first}/approve", first, reason_code="false_positive")
+    assert decided.headers["location"] == f"/dashboard/items/{other}"
 
 
 def test_an_item_shows_its_text_scores_against_thresholds_reason_and_reference(mia, queued):

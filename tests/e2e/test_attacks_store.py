@@ -5,7 +5,9 @@
   deployments shows it), HAProxy refuses one address's keyless requests past its limit before the ingress sees
   them, and another account's text is answered within 5 s meanwhile.
 - A full store: /healthz said 200 while every write failed. It says 503 `store_unavailable` within a few health
-  intervals of the store refusing writes, and 200 again within 30 s of room coming back.
+  intervals of the store refusing writes, naming the cause, and 200 again within 30 s of room coming back; meanwhile
+  every request that needs a write is 503 `store_unavailable` with Retry-After, the admin API's reads are served,
+  and nothing acknowledged before is lost.
 - The review queue fills the store: an account at its cap of pending review items (10,000 by default, 300 here) gets its
   flagged results with 429 `review_queue_full` and nothing queued, while another account still queues items.
 """
@@ -115,20 +117,59 @@ def _until(check, bound_s: float, what: str):
         time.sleep(0.25)
 
 
-def test_healthz_says_503_while_the_store_refuses_writes_and_200_again_after(serve_graph, client):
+def _refused_for_the_store(answer: httpx.Response, envelope: str = "native") -> None:
+    """503 `store_unavailable` in the route's documented error body, with Retry-After: never a 500 or a traceback."""
+    assert answer.status_code == 503, answer.text
+    assert int(answer.headers["Retry-After"]) >= 1 and "Traceback" not in answer.text
+    error = answer.json()["error"]
+    if envelope == "openai":
+        assert (error["code"], error["type"]) == ("store_unavailable", "server_error")
+    else:
+        assert set(answer.json()) == {"error"} and error["code"] == "store_unavailable"
+
+
+def test_healthz_says_503_while_the_store_refuses_writes_and_200_again_after(
+    serve_graph, client, admin_client, new_key
+):
+    """Valkey at its `maxmemory` (set below what it uses): every request that needs a write (a rate token, a quota
+    unit, a report) answers 503 `store_unavailable` with Retry-After; /healthz says 503 and why (the store is full);
+    reads that need no write (the admin API's listing and item, the account's usage) are served; and once there is room
+    again, everything acknowledged before is there and no counter moved for the refused requests."""
+    assert admin_client.put("/admin/v1/profiles/store-full-review", json=REVIEW_ALL).status_code == 200
+    key = new_key(account="store-full", profile="store-full-review")
+    queued = [client.post("/v1/moderate-text", headers=key, json={"text": f"queued before {n}"}).json()["review_id"]
+              for n in range(3)]  # fmt: skip
+    assert all(isinstance(item, int) for item in queued)
+    assert client.post("/v1/report", headers=key, data={"reference": "post-full"}).json()["reports"] == 1
+    usage = admin_client.get("/admin/v1/accounts/store-full/usage").json()
     store = serve_graph["store"]
     with redis.Redis.from_url(store.admin_url) as owner:
         limit = owner.config_get("maxmemory")["maxmemory"]
         owner.config_set("maxmemory", owner.info("memory")["used_memory"] // 2)  # full: every write refused
         filled = time.monotonic()
         try:
-            response = _until(lambda: (r := client.get("/healthz")).status_code == 503 and r, 15, "503 when full")
-            print(f"\n/healthz 503 {time.monotonic() - filled:.1f} s after the store filled")
-            assert response.json()["error"]["code"] == "store_unavailable"
-            assert int(response.headers["Retry-After"]) >= 1
+            health = _until(lambda: (r := client.get("/healthz")).status_code == 503 and r, 15, "503 when full")
+            print(f"\n/healthz 503 {time.monotonic() - filled:.1f} s after the store filled: {health.json()}")
+            _refused_for_the_store(health)
+            assert health.json()["error"]["message"].startswith("The store is full")
+            _refused_for_the_store(client.post("/v1/moderate-text", headers=key, json={"text": "after"}))
+            _refused_for_the_store(client.post("/v1/moderate-text", headers=key, json={"texts": ["a", "b"]}))
+            _refused_for_the_store(client.post("/v1/moderations", headers=key, json={"input": "after"}), "openai")
+            _refused_for_the_store(client.post("/v1/report", headers=key, data={"reference": "post-full"}))
+            # The public item read takes a rate token, a write: refused too. The admin API's reads take none.
+            _refused_for_the_store(client.get(f"/v1/review/{queued[0]}", headers=key))
+            listing = admin_client.get("/admin/v1/reviews", params={"account": "store-full"})
+            assert listing.status_code == 200, listing.text
+            assert sorted(item["id"] for item in listing.json()["items"]) == sorted(queued)
+            item = admin_client.get(f"/admin/v1/reviews/{queued[0]}")
+            assert (item.status_code, item.json()["status"]) == (200, "pending")
+            assert admin_client.get("/admin/v1/accounts/store-full/usage").json() == usage
         finally:
             owner.config_set("maxmemory", limit)  # room again
     _until(lambda: client.get("/healthz").status_code == 200, HEALTHY_BOUND_S, "healthy after room came back")
+    assert [client.get(f"/v1/review/{item}", headers=key).json()["status"] for item in queued] == ["pending"] * 3
+    assert admin_client.get("/admin/v1/accounts/store-full/usage").json() == usage  # nothing taken by the 503s
+    assert client.post("/v1/report", headers=key, data={"reference": "post-full"}).json()["reports"] == 2
 
 
 def _fill_pending(redis_url: str, account: str, count: int) -> None:

@@ -92,12 +92,14 @@ class Site:
                   for part in message.iter_parts()}  # fmt: skip
         comment = fields["comment"].decode()
         post = {"comment": comment, "photo": fields.get("photo") or b"", "verdicts": {}}
-        for name, content in (("comment", hashlib.sha256(comment.replace("\r\n", "\n").encode()).hexdigest()),
-                              ("photo", hashlib.sha256(post["photo"]).hexdigest())):  # fmt: skip
+        for name, kind, content in (
+            ("comment", "text", hashlib.sha256(comment.replace("\r\n", "\n").encode()).hexdigest()),
+            ("photo", "image", hashlib.sha256(post["photo"]).hexdigest()),
+        ):  # fmt: skip
             verdict = (fields.get(f"moderation_verdict_{name}") or b"").decode()
             if verdict:
                 answer = httpx.post(f"{self.base_url}/v1/widget/verdicts/redeem", headers=self.auth,
-                                    json={"verdict": verdict, "content_sha256": content})  # fmt: skip
+                                    json={"verdict": verdict, "kind": kind, "content_sha256": content})  # fmt: skip
                 post["verdicts"][name] = answer.json().get("decision") or answer.json()["error"]["code"]
         return post
 

@@ -1,5 +1,6 @@
 """The widget's signed verdict (policy/widget_verdicts.py): genuine ones pass; one for other content, an expired one,
-one for another key, a tampered one and garbage are refused, each with its own reason."""
+one for another key, one about the other kind of content, a tampered one and garbage are refused, each with its own
+reason."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from policy.widget_verdicts import (
     VerdictExpired,
     VerdictForOtherContent,
     VerdictForOtherKey,
+    VerdictForOtherKind,
     _b64,
     _mac,
     bytes_sha256,
@@ -35,23 +37,38 @@ def verdict(**changes) -> Verdict:
     return Verdict(**{**fields, **changes})
 
 
+def redeemed_as(token: str, *, secret: bytes = SECRET, now: float = NOW, **expected) -> Verdict:
+    """`check` as the redemption asks it: for key_a, about the text CONTENT, unless `expected` says otherwise."""
+    return check(token, secret, **{"key_id": "key_a", "kind": "text", "content_sha256": CONTENT, **expected}, now=now)
+
+
 def test_a_genuine_verdict_of_the_key_about_the_content_passes():
-    assert check(sign(verdict(), SECRET), SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW + 59) == verdict()
+    assert redeemed_as(sign(verdict(), SECRET), now=NOW + 59) == verdict()
 
 
 def test_a_verdict_about_other_content_is_refused():
     with pytest.raises(VerdictForOtherContent):
-        check(sign(verdict(), SECRET), SECRET, key_id="key_a", content_sha256=text_sha256("You idiot."), now=NOW)
+        redeemed_as(sign(verdict(), SECRET), content_sha256=text_sha256("You idiot."))
+
+
+@pytest.mark.parametrize(("checked_as", "redeemed_as_kind"), [("text", "image"), ("image", "text")])
+def test_a_verdict_is_refused_for_the_same_bytes_as_the_other_kind(checked_as, redeemed_as_kind):
+    """An ASCII-only image file sent to check-text gets a text's `allow`; the photo it is must not redeem it."""
+    data = b"P1 2 2 0 1 1 0"  # a PBM image that is also plain ASCII text
+    token = sign(verdict(kind=checked_as, content_sha256=bytes_sha256(data)), SECRET)
+    assert redeemed_as(token, kind=checked_as, content_sha256=bytes_sha256(data)).kind == checked_as
+    with pytest.raises(VerdictForOtherKind):
+        redeemed_as(token, kind=redeemed_as_kind, content_sha256=bytes_sha256(data))
 
 
 def test_an_expired_verdict_is_refused():
     with pytest.raises(VerdictExpired):
-        check(sign(verdict(), SECRET), SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW + 60)
+        redeemed_as(sign(verdict(), SECRET), now=NOW + 60)
 
 
 def test_a_verdict_of_another_key_is_refused():
     with pytest.raises(VerdictForOtherKey):
-        check(sign(verdict(key_id="key_b"), SECRET), SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW)
+        redeemed_as(sign(verdict(key_id="key_b"), SECRET))
 
 
 def test_a_tampered_verdict_is_refused():
@@ -60,26 +77,26 @@ def test_a_tampered_verdict_is_refused():
     fields = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     forged = base64.urlsafe_b64encode(json.dumps({**fields, "decision": "allow"}).encode()).rstrip(b"=").decode()
     with pytest.raises(InvalidVerdict):
-        check(f"{version}.{forged}.{signature}", SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW)
+        redeemed_as(f"{version}.{forged}.{signature}")
 
 
 def test_a_verdict_signed_with_another_secret_is_refused():
     with pytest.raises(InvalidVerdict):
-        check(sign(verdict(), b"x" * 32), SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW)
+        redeemed_as(sign(verdict(), b"x" * 32))
 
 
 @pytest.mark.parametrize("garbage", ["", "v1", "v1..", "v2.a.b", "v1.!!!.###", "v1.e30.AAAA", "v1.\u00e9.\u00e9",
                                      "v1." + "A" * 50 + ".B"])  # fmt: skip
 def test_garbage_is_refused_as_invalid(garbage):
     with pytest.raises(InvalidVerdict):
-        check(garbage, SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW)
+        redeemed_as(garbage)
 
 
 def test_a_signed_payload_that_is_no_verdict_is_refused_as_invalid():
     """Should the payload's shape ever change, a verdict of the old shape must be refused, not crash the check."""
     payload = _b64(b'{"key_id": "key_a"}')
     with pytest.raises(InvalidVerdict):
-        check(f"v1.{payload}.{_b64(_mac(payload, SECRET))}", SECRET, key_id="key_a", content_sha256=CONTENT, now=NOW)
+        redeemed_as(f"v1.{payload}.{_b64(_mac(payload, SECRET))}")
 
 
 def test_a_text_hashes_the_same_with_the_line_ends_a_form_posts():

@@ -253,10 +253,12 @@ async def test_review_items_and_counters_survive_a_restart(tmp_path, stop):
         again = await queue.report(account="acme", reference="c-2", image_url=None, threshold=0)
         assert (again.reports, again.review_id) == (2, report.review_id)
         assert await QuotaStore(client).quota_used("acme") == 1
-        assert (await queue.create(
+        newer = await queue.create(
             account="acme", reason="model_flagged", kind="text", reference=None,
             image_url=None, scores={}, model_version=None,
-        )).id == report.review_id + 1  # fmt: skip
+        )  # fmt: skip
+        # The queue's order survived too: the new item is queued after the others (newest first).
+        assert [i.id for i in await queue.list()] == [newer.id, report.review_id, item.id]
     finally:
         await client.aclose()
         server.stop()

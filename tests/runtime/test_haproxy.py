@@ -17,6 +17,8 @@ from runtime.haproxy import (
     FALLBACK_RECORD,
     PATH_VARIABLES,
     PINNED_SHA256,
+    PROXY_SECRET_FILE,
+    PROXY_SECRET_VARIABLE,
     RUN_DIR,
     bundled_bin_dir,
     fits_socket_paths,
@@ -70,7 +72,7 @@ def test_ray_is_told_the_verified_path_and_the_chosen_ports(bin_copy):
 RAY_SERVE_VARIABLES = (
     "RAY_SERVE_ENABLE_HA_PROXY", "RAY_SERVE_HAPROXY_BINARY_PATH", "RAY_SERVE_HAPROXY_STATS_PORT",
     "RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT", "RAY_SERVE_THROUGHPUT_OPTIMIZED",
-    *PATH_VARIABLES,
+    *PATH_VARIABLES, PROXY_SECRET_VARIABLE,
 )
 
 
@@ -188,4 +190,41 @@ def test_the_per_address_limits_reach_the_launcher_ray_runs(clean_ray_environmen
     assert limits == SourceLimits(unkeyed=7, refused_keys=0)
     use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir, limits=limits)
     launcher = Path(os.environ["RAY_SERVE_HAPROXY_BINARY_PATH"]).read_text()
-    assert f"runtime.haproxy_rules 7 0 {verified_binary()}" in launcher
+    assert f"runtime.haproxy_rules 7 0 {short_data_dir / RUN_DIR / PROXY_SECRET_FILE} {verified_binary()}" in launcher
+
+
+def test_each_start_writes_a_fresh_0600_proxy_secret_and_the_launcher_names_only_its_file(
+    clean_ray_environment, short_data_dir
+):
+    """A command line is readable by every local user: the launcher's holds the secret's path, never the secret."""
+    from runtime.ray_cluster import use_serve_ingress
+
+    use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
+    secret_file = short_data_dir / RUN_DIR / PROXY_SECRET_FILE
+    first = secret_file.read_text()
+    assert re.fullmatch(r"[0-9a-f]{64}", first) and _mode(secret_file) == 0o600
+    assert os.environ[PROXY_SECRET_VARIABLE] == str(secret_file)
+    assert first not in Path(os.environ["RAY_SERVE_HAPROXY_BINARY_PATH"]).read_text()
+    use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
+    assert secret_file.read_text() != first
+
+
+def test_the_ingress_is_given_the_path_of_haproxys_secret_never_the_secret(clean_ray_environment, short_data_dir):
+    """Serve logs the ingress's arguments; the replica reads the secret from the file (deployments/ingress.py)."""
+    from ray.serve._private.api import call_user_app_builder_with_args_if_necessary
+
+    from deployments import builder
+    from runtime.ray_cluster import use_serve_ingress
+    from runtime.settings import Settings
+
+    def ingress_arguments() -> dict:
+        settings = Settings()  # as the builder reads them in a Ray process, which inherits this environment
+        clean_ray_environment.setattr(builder, "get_settings", lambda: settings)
+        return call_user_app_builder_with_args_if_necessary(builder.build_app, {})._bound_deployment.init_kwargs
+
+    use_serve_ingress(haproxy=True, stats_port=41001, data_dir=short_data_dir)
+    secret_file = short_data_dir / RUN_DIR / PROXY_SECRET_FILE
+    kwargs = ingress_arguments()
+    assert kwargs["proxy_secret_file"] == str(secret_file) and secret_file.read_text() not in repr(kwargs)
+    clean_ray_environment.setenv("MODERATION_HAPROXY", "0")  # Serve's own proxy sends no secret: none is believed
+    assert ingress_arguments()["proxy_secret_file"] is None

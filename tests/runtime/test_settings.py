@@ -57,9 +57,12 @@ def test_the_store_rules_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("MODERATION_REVIEW_PENDING_PER_ACCOUNT", "7")
     monkeypatch.setenv("MODERATION_STORE_MEMORY_ALERT_RATIO", "0.9")
     monkeypatch.setenv("MODERATION_HEALTH_INTERVAL_S", "5")
+    monkeypatch.setenv("MODERATION_REPORT_COUNTERS_PER_ACCOUNT", "11")
+    monkeypatch.setenv("MODERATION_HASH_BANK_MAX_PER_ACCOUNT", "13")
     settings = Settings()
     rules = settings.review_rules()
     assert (rules.pending_retention_s, rules.pending_per_account) == (3 * 86400, 7)
+    assert (rules.report_counters_per_account, rules.hash_bank_max_entries) == (11, 13)
     health = settings.health_rules()
     assert (health.interval_s, health.memory_limit_bytes, health.memory_alert_ratio) == (5, 128 * 1024 * 1024, 0.9)
     assert (rules.report_counter_ttl_s, rules.reports_per_account_per_day) == (2 * 86400, 50)
@@ -70,9 +73,10 @@ def test_the_store_rules_come_from_the_environment(monkeypatch):
 def test_the_store_defaults(monkeypatch):
     for name in ("REPORT_COUNTER_DAYS", "REPORTS_PER_DAY", "ESCALATIONS_PER_DAY", "REVIEW_RETENTION_DAYS",
                  "STORE_MAXMEMORY_MB", "REVIEW_PENDING_DAYS", "REVIEW_PENDING_PER_ACCOUNT", "STORE_MEMORY_ALERT_RATIO",
-                 "HEALTH_INTERVAL_S"):
+                 "HEALTH_INTERVAL_S", "REPORT_COUNTERS_PER_ACCOUNT", "HASH_BANK_MAX_PER_ACCOUNT"):
         monkeypatch.delenv(f"MODERATION_{name}", raising=False)
     rules, settings = Settings().review_rules(), Settings()
+    assert (rules.report_counters_per_account, rules.hash_bank_max_entries) == (50_000, 100_000)
     assert (rules.report_counter_ttl_s, rules.decided_retention_s) == (30 * 86400, 30 * 86400)
     assert (rules.reports_per_account_per_day, rules.escalations_per_account_per_day) == (10_000, 1_000)
     assert settings.store_maxmemory_mb == 512
@@ -84,7 +88,8 @@ def test_the_store_defaults(monkeypatch):
 @pytest.mark.parametrize("name,value", [("REVIEW_RETENTION_DAYS", "0"), ("REPORTS_PER_DAY", "-1"),
                                         ("STORE_MAXMEMORY_MB", "1"), ("REVIEW_PENDING_PER_ACCOUNT", "-1"),
                                         ("REVIEW_PENDING_DAYS", "0"), ("STORE_MEMORY_ALERT_RATIO", "0"),
-                                        ("HEALTH_INTERVAL_S", "0")])
+                                        ("HEALTH_INTERVAL_S", "0"), ("REPORT_COUNTERS_PER_ACCOUNT", "0"),
+                                        ("HASH_BANK_MAX_PER_ACCOUNT", "-1")])
 def test_nonsense_store_settings_are_refused_at_start(monkeypatch, name, value):
     monkeypatch.setenv(f"MODERATION_{name}", value)
     with pytest.raises(ValidationError):

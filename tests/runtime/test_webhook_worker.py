@@ -1,7 +1,8 @@
 """The webhook worker against a real store and a real receiver on loopback that verifies every request with the
 `standardwebhooks` package: delivery, retries with Retry-After, 410, redirects, time-outs, the outbound rule at
-delivery, one account's hanging receiver beside another's, deleted and disabled endpoints, a secret's rotation,
-and, with the worker as its own process, a worker kill and a store restart that lose nothing."""
+delivery, one account's hanging receiver beside another's (and its share held across two workers), deleted and
+disabled endpoints, a secret's rotation, and, with the worker as its own process, a worker kill and a store restart
+that lose nothing."""
 
 from __future__ import annotations
 
@@ -235,29 +236,60 @@ async def _items(redis_client, account: str, count: int) -> None:
                            image_url=None, scores={"toxic": 0.81}, model_version="toxic=use-1")  # fmt: skip
 
 
+HANGING_RULES = WebhookRules(allow_private=True, retry_schedule_s=(0, 60), jitter=0.0, timeout_s=2)
+
+
+async def _slowco_hangs_beside_acme(redis_client, hanging: WebhookReceiver, prompt: WebhookReceiver,
+                                    slow_events: int) -> None:  # fmt: skip
+    """slowco's receiver answers after 5 s (past the 2 s time-out), acme's at once; slowco's events are older."""
+    hanging.answers.extend(Answer(200, delay_s=5) for _ in range(100))
+    endpoints = WebhookStore(redis_client, HANGING_RULES)
+    hanging.secret = (await endpoints.create("slowco", hanging.url, ["review.created"]))[1]
+    prompt.secret = (await endpoints.create("acme", prompt.url, ["review.created"]))[1]
+    await _items(redis_client, "slowco", slow_events)
+    await _items(redis_client, "acme", 3)
+
+
+async def _until_acme_has_its_three(prompt: WebhookReceiver, within_s: float = 1.5) -> None:
+    started = time.monotonic()
+    while len(prompt.received) < 3:
+        assert time.monotonic() - started < within_s, f"acme got {len(prompt.received)} of 3 within {within_s} s"
+        await asyncio.sleep(0.02)
+    assert all(r.verified for r in prompt.received)
+
+
 async def test_a_hanging_receiver_costs_only_its_own_account(redis_client):
-    rules = WebhookRules(allow_private=True, retry_schedule_s=(0, 60), jitter=0.0, timeout_s=2)
     with WebhookReceiver() as hanging, WebhookReceiver() as prompt:
-        hanging.answers.extend(Answer(200, delay_s=5) for _ in range(100))
-        endpoints = WebhookStore(redis_client, rules)
-        hanging.secret = (await endpoints.create("slowco", hanging.url, ["review.created"]))[1]
-        prompt.secret = (await endpoints.create("acme", prompt.url, ["review.created"]))[1]
         # More of the slow account's events, and older, than the worker has slots: one shared queue, taken oldest
         # first a batch at a time, would hold acme's behind them for a time-out per batch.
-        await _items(redis_client, "slowco", CONCURRENCY + 8)
-        await _items(redis_client, "acme", 3)
-        worker = WebhookWorker(redis_client, rules, poll_s=0.05)
+        await _slowco_hangs_beside_acme(redis_client, hanging, prompt, CONCURRENCY + 8)
+        worker = WebhookWorker(redis_client, HANGING_RULES, poll_s=0.05)
         running = asyncio.create_task(worker.run())
         try:
-            started = time.monotonic()
-            while len(prompt.received) < 3:
-                assert time.monotonic() - started < 1.5, f"acme got {len(prompt.received)} of 3 within 1.5 s"
-                await asyncio.sleep(0.02)
-            assert all(r.verified for r in prompt.received)
+            await _until_acme_has_its_three(prompt)
             assert len(hanging.received) <= PER_ACCOUNT  # the slow account holds its own share of slots, no more
         finally:
             worker.stop()
             await running  # the slow attempts end at their time-out and are recorded
+
+
+async def test_an_accounts_share_of_attempts_holds_across_two_workers_on_one_store(redis_client, redis_url):
+    with WebhookReceiver() as hanging, WebhookReceiver() as prompt:
+        await _slowco_hangs_beside_acme(redis_client, hanging, prompt, 2 * CONCURRENCY)
+        # Two worker processes' worth: each its own connection to the store, its own slots.
+        other_client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        workers = [WebhookWorker(client, HANGING_RULES, poll_s=0.05) for client in (redis_client, other_client)]
+        running = [asyncio.create_task(worker.run()) for worker in workers]
+        try:
+            await _until_acme_has_its_three(prompt)
+            await asyncio.sleep(0.5)  # time for either worker to take more of the slow account, were it allowed
+            # Its share across both workers, not per worker (before: 4 for each, 8 in all).
+            assert len(hanging.received) == PER_ACCOUNT
+        finally:
+            for worker in workers:
+                worker.stop()
+            await asyncio.gather(*running)  # the slow attempts end at their time-out and are recorded
+            await other_client.aclose()
 
 
 async def test_a_redirect_to_a_malformed_url_is_recorded_and_retried_on_the_schedule(redis_client):

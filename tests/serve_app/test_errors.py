@@ -23,6 +23,7 @@ from store.review.queue import (
 from webhooks.url_guard import UnsafeWebhookUrl
 from store.webhooks.endpoints import TooManyEndpoints
 from store.keys.config import UnreadableRecord
+from store.widget.tokens import TooManyLiveTokens
 from serve_app import errors
 from support.error_kinds import every_error_kind
 from serve_app.errors import DOMAIN_ERRORS, ApiError, ErrorKind, api_error_of, error_response, install_error_handlers
@@ -54,8 +55,10 @@ CASES = [
     (verdicts.InvalidVerdict("changed"), 400, "invalid_verdict"),
     (verdicts.VerdictForOtherKey("another key's"), 403, "verdict_wrong_key"),
     (verdicts.VerdictForOtherContent("other content"), 409, "verdict_content_mismatch"),
+    (verdicts.VerdictForOtherKind("a text's verdict for a photo"), 409, "verdict_kind_mismatch"),
     (verdicts.VerdictUsed("redeemed before"), 409, "verdict_used"),
     (verdicts.VerdictExpired("too old"), 410, "verdict_expired"),
+    (TooManyLiveTokens(5_000, 90), 429, "too_many_widget_tokens"),
 ]
 
 

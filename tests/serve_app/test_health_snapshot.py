@@ -80,31 +80,40 @@ async def test_the_probe_is_one_expiring_key_per_replica(redis_client):
     assert len(keys) == 1 and 0 < await redis_client.pttl(keys[0]) <= 30_000
 
 
-def test_healthz_is_503_store_unavailable_while_the_store_is_full_and_200_again_after(tmp_path):
+def test_healthz_is_503_store_unavailable_naming_a_full_store_and_200_again_after(tmp_path, caplog):
+    """The answer says why (it said "full, read-only or unreachable" whatever the cause), and the change is logged
+    once each way."""
     with EmbeddedStore(tmp_path / "store") as store:
         client, _ = _client(store.url, StubBackends(), HealthRules(interval_s=0.01))
-        with client, redis.Redis.from_url(store.admin_url) as owner:
+        logs = caplog.at_level(logging.INFO, "moderation.health")
+        with client, redis.Redis.from_url(store.admin_url) as owner, logs:
             assert client.get("/healthz").status_code == 200
             owner.config_set("maxmemory", owner.info("memory")["used_memory"] // 2)  # full: writes refused
             time.sleep(0.05)  # past the snapshot's interval
             try:
                 response = client.get("/healthz")
+                client.get("/healthz")
                 assert_error(response, 503, "store_unavailable")
                 assert int(response.headers["retry-after"]) >= 1
+                assert response.json()["error"]["message"].startswith("The store is full: its used memory reached")
             finally:
                 owner.config_set("maxmemory", 512 * 1024 * 1024)
             time.sleep(0.05)
             assert client.get("/healthz").status_code == 200
+    changes = [r.getMessage() for r in caplog.records if "the store" in r.getMessage()]
+    assert changes == [f"the store refuses writes: {response.json()['error']['message']}", "the store takes writes again"]
 
 
-def test_healthz_is_503_store_unavailable_when_the_store_is_gone(tmp_path):
+def test_healthz_is_503_store_unavailable_naming_a_store_that_is_gone(tmp_path):
     with EmbeddedStore(tmp_path / "store") as store:
         client, _ = _client(store.url, StubBackends(), HealthRules(interval_s=0.01, timeout_s=2))
         with client:
             assert client.get("/healthz").status_code == 200
             store.stop()
             time.sleep(0.05)
-            assert_error(client.get("/healthz"), 503, "store_unavailable")
+            response = client.get("/healthz")
+            assert_error(response, 503, "store_unavailable")
+            assert response.json()["error"]["message"] == "The store does not answer (down or unreachable)."
 
 
 @pytest.mark.anyio

@@ -112,7 +112,8 @@ def test_a_whole_run_logs_no_key_token_text_or_image(api: Api, caplog, capfd, mo
     verdict = note(api.client.post("/v1/widget/check-text", headers=widget_check,
                                    json={"text": REFERENCE_TEXT})).json()["verdict"]  # fmt: skip
     redeemed = note(api.client.post("/v1/widget/verdicts/redeem", headers=site_header,
-                                    json={"verdict": verdict, "content_sha256": text_sha256(REFERENCE_TEXT)}))  # fmt: skip
+                                    json={"verdict": verdict, "kind": "text",
+                                          "content_sha256": text_sha256(REFERENCE_TEXT)}))  # fmt: skip
     assert redeemed.status_code == 200, redeemed.text
     # A model failure (503), then an unexpected exception (500, logged with its traceback).
     api.backends.failing = True

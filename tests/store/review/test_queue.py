@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
 
 from store import redis_keys
+from store.review import queue as queue_module
+from store.review.browse import QueueFilter, ReviewBrowser
 from store.review.queue import (
     InvalidReviewField,
     ReportLimitExceeded,
@@ -19,6 +22,9 @@ from store.review.queue import (
     day_of,
 )
 from store.review.stats import QueueStats
+from store.webhooks.endpoints import WebhookStore
+from store.webhooks.outbox import Outbox
+from webhooks.deliveries import WebhookRules
 
 pytestmark = pytest.mark.anyio
 
@@ -49,10 +55,46 @@ async def test_a_created_item_is_pending_and_reads_back_as_created(redis_client)
     assert await queue.get(item.id) == item
 
 
-async def test_item_ids_come_from_one_counter_and_never_repeat(redis_client):
+async def test_an_items_id_tells_nothing_of_other_items_and_the_queue_keeps_its_order(redis_client):
+    """Ids are random integers of 14 digits (JSON-safe, exact in the store's Lua): an account that sees its own learns
+    neither how many items other accounts queued in between nor the next id; the order is the store's own."""
+    queue = ReviewQueue(redis_client)
+    mine = []
+    for _ in range(10):
+        mine.append((await _flagged(queue, account="acme")).id)
+        await _flagged(queue, account="other")  # the volume a counter's ids would tell
+    assert len(set(mine)) == 10 and all(10**13 <= item_id < 10**14 for item_id in mine)
+    assert mine != sorted(mine)  # a counter's would be (random ones: 1 in 10! by chance)
+    assert all(later - earlier not in (1, 2) for earlier, later in zip(mine, mine[1:]))
+    assert [item.id for item in await queue.list(account="acme")] == mine[::-1]  # newest first
+    assert [item.id for item in await ReviewBrowser(redis_client).pending(QueueFilter(account="acme"))] == mine
+
+
+async def test_racing_creations_never_share_an_id_and_an_id_drawn_twice_is_drawn_again(redis_client, monkeypatch):
     queue = ReviewQueue(redis_client)
     items = await asyncio.gather(*(_flagged(queue) for _ in range(20)))
-    assert sorted(item.id for item in items) == list(range(1, 21))
+    assert len({item.id for item in items}) == 20
+    taken = items[0].id
+    draws = iter([taken, taken, 10**13 + 7, taken, 10**13 + 8])
+    monkeypatch.setattr(queue_module, "new_review_id", lambda: next(draws))
+    assert (await _flagged(queue, account="other")).id == 10**13 + 7
+    escalated = await queue.report(account="other", reference="post-1", image_url=None, threshold=0)
+    assert (escalated.review_id, escalated.reports) == (10**13 + 8, 1)  # the refused try counted nothing
+    assert await queue.get(taken) == items[0]  # untouched
+
+
+async def test_the_largest_id_reaches_webhooks_and_the_hash_bank_exactly(redis_client, monkeypatch):
+    """The store's Lua writes numbers in JSON with 14 significant digits: an id of 15 would arrive rounded."""
+    await WebhookStore(redis_client, WebhookRules(allow_private=True)).create(
+        "acme", "http://127.0.0.1:9/hook", ["review.created"])  # fmt: skip
+    monkeypatch.setattr(queue_module, "new_review_id", lambda: 10**14 - 1)
+    queue, pdq = ReviewQueue(redis_client), "f" * 32 + "0" * 32
+    item = await queue.create(account="acme", reason="model_flagged", kind="image", reference=None, image_url=None,
+                              scores={}, model_version=None, pdq=pdq)  # fmt: skip
+    await queue.decide(item.id, "rejected")
+    [delivery] = await Outbox(redis_client, WebhookRules(allow_private=True)).claim(10)
+    assert json.loads(delivery.body)["data"]["id"] == item.id == 99_999_999_999_999
+    assert json.loads(await redis_client.hget(redis_keys.hash_bank("acme"), pdq))["review_id"] == item.id
 
 
 async def test_an_unknown_item_is_none(redis_client):
@@ -306,7 +348,7 @@ async def test_an_account_at_its_pending_cap_queues_nothing_and_other_accounts_s
         await _flagged(queue)
     assert full.value.cap == 3 and full.value.retry_after_s >= 1
     assert await _pending(redis_client, "acme") == 3 and len(await queue.list(account="acme")) == 3
-    assert await redis_client.get(redis_keys.review_next_id()) == "3"  # no id handed out for nothing
+    assert await redis_client.get(redis_keys.review_sequence()) == "3"  # no place handed out for nothing
     assert (await _flagged(queue, account="other")).status == "pending"
 
 
@@ -319,7 +361,8 @@ async def test_deciding_or_expiring_a_pending_item_makes_room_under_the_cap(redi
     with pytest.raises(ReviewQueueFull):
         await _flagged(queue)
     await queue.decide(first.id, "rejected")  # decided items do not count either
-    assert (await _flagged(queue)).id > second.id
+    third = await _flagged(queue)
+    assert third.status == "pending" and third.id not in (first.id, second.id)
 
 
 async def test_racing_creations_never_pass_the_pending_cap(redis_client):
@@ -355,7 +398,8 @@ async def test_every_key_the_queue_writes_expires_or_is_bounded_by_items_that_do
     item = await _flagged(queue)
     await queue.report(account="acme", reference="post-1", image_url=None, threshold=0)
     await queue.decide(item.id, "approved")
-    indexes = {redis_keys.review_next_id(), redis_keys.review_all(), redis_keys.review_expiring(),
+    indexes = {redis_keys.review_sequence(), redis_keys.review_all(), redis_keys.review_expiring(),
+               redis_keys.review_pending_accounts(),
                redis_keys.review_by_account("acme"), redis_keys.review_pending_of("acme"),
                redis_keys.review_pending_ids_of("acme"), *(redis_keys.review_by_status(s) for s in ("pending", "approved", "rejected"))}  # fmt: skip
     keys = [key async for key in redis_client.scan_iter("mod:*")]

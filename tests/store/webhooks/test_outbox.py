@@ -10,6 +10,7 @@ import time
 import pytest
 
 from store import redis_keys
+from store.webhooks import outbox as outbox_module
 from store.webhooks.outbox import Outbox
 from webhooks.deliveries import Attempt, next_try_in
 from store.review.queue import ReviewQueue
@@ -169,9 +170,10 @@ async def test_the_claim_goes_account_by_account_within_each_accounts_share(redi
     await _flag(queue, account="small")
     first = await outbox.claim(4, per_account=2)
     assert sorted(d.account for d in first) == ["big", "big", "small"]
-    # "big" has its share in flight: nothing more of it, however much is due; a freed slot takes one more.
-    assert await outbox.claim(4, per_account=2, in_flight={"big": 2}) == []
-    [next_one] = await outbox.claim(4, per_account=2, in_flight={"big": 1})
+    # "big" has its share in flight: nothing more of it, however much is due; a recorded attempt frees one more.
+    assert await outbox.claim(4, per_account=2) == []
+    await outbox.record(next(d for d in first if d.account == "big"), Attempt("delivered", status=200, final=True))
+    [next_one] = await outbox.claim(4, per_account=2)
     assert next_one.account == "big"
     assert len(await outbox.claim(100)) == 7  # without a share: the rest
 
@@ -192,3 +194,56 @@ async def test_a_delivery_left_in_the_shared_due_set_of_an_earlier_version_is_st
     await outbox.record(delivery, Attempt("delivered", status=200, final=True))
     assert await redis_client.zcard(redis_keys.webhook_due_accounts()) == 0
     assert await outbox.backlog() == (0, 0.0) and (await outbox.log(endpoint.id))[0].outcome == "delivered"
+
+
+async def test_an_accounts_share_holds_across_workers_and_a_dead_workers_count_ends_with_its_lease(redis_client):
+    await _endpoint(redis_client, account="big")
+    await _endpoint(redis_client, account="small")
+    queue = ReviewQueue(redis_client)
+    for _ in range(10):
+        await _flag(queue, account="big")
+    first_worker, second_worker, t0 = Outbox(redis_client, RULES), Outbox(redis_client, RULES), time.time() + 1
+    taken = await first_worker.claim(8, per_account=2, now=t0)
+    assert len(taken) == 2
+    assert await second_worker.claim(8, per_account=2, now=t0) == []  # the share is the account's, not a worker's
+    await _flag(queue, account="small")
+    [small] = await second_worker.claim(1, per_account=2, now=t0)  # past "big", due first but at its share
+    assert small.account == "small"
+    # The first worker dies without recording anything: its two stay counted until their lease ends, no longer.
+    assert await second_worker.claim(8, per_account=2, now=t0 + first_worker.lease_s - 1) == []
+    again = await second_worker.claim(8, per_account=2, now=t0 + first_worker.lease_s)
+    again = [delivery for delivery in again if delivery.account == "big"]  # ("small"'s lease ended too)
+    assert len(again) == 2
+    await second_worker.record(again[0], Attempt("http_error", status=503), now=t0 + first_worker.lease_s)
+    [one_more] = await second_worker.claim(8, per_account=2, now=t0 + first_worker.lease_s)
+    assert one_more.member not in {d.member for d in again}
+
+
+async def test_past_its_cap_an_accounts_oldest_undelivered_deliveries_go_unsent_and_no_change_fails(
+    redis_client, monkeypatch
+):
+    cap = 20  # the rule with a small cap (the code's own is MAX_UNDELIVERED_PER_ACCOUNT)
+    monkeypatch.setattr(outbox_module, "MAX_UNDELIVERED_PER_ACCOUNT", cap)
+    endpoint, _ = await _endpoint(redis_client)  # its receiver is down: nothing is ever delivered
+    await _endpoint(redis_client, account="other")
+    queue, outbox = ReviewQueue(redis_client), Outbox(redis_client, RULES)
+    items = [await _flag(queue)]
+    [in_flight] = await outbox.claim(1, now=time.time() + 1)  # the very first, being sent when it is dropped
+    items += [await _flag(queue) for _ in range(cap + 3)]
+    assert len(items) == cap + 4  # every creation succeeded
+    await queue.decide(items[-1].id, "rejected")  # and a decision on a full backlog too
+    await _flag(queue, account="other")
+    assert await redis_client.zcard(redis_keys.webhook_undelivered_of("acme")) == cap
+    assert await outbox.backlog() == (cap + 1, pytest.approx(0, abs=30))
+    assert await outbox.dropped_for_backlog() == 5  # one per event past the cap
+    dropped = [entry for entry in await outbox.log(endpoint.id) if entry.outcome == "backlog_full"]
+    assert len(dropped) == 5 and f"{cap} deliveries waiting" in dropped[0].error
+    assert dropped[-1].event_id == in_flight.event_id  # the oldest went first
+    assert await redis_client.exists(redis_keys.webhook_delivery(in_flight.member)) == 0
+    # The attempt under way when its delivery was dropped is recorded as nothing, and frees its place in the share.
+    await outbox.record(in_flight, Attempt("timeout"))
+    assert await redis_client.exists(redis_keys.webhook_sending_of("acme")) == 0
+    claimed = await outbox.claim(cap + 10, now=time.time() + 1)
+    assert len(claimed) == cap + 1
+    assert {d.event_id for d in dropped}.isdisjoint(d.event_id for d in claimed)
+    assert "review.decided" in {d.event_type for d in claimed} and "other" in {d.account for d in claimed}

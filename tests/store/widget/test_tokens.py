@@ -1,15 +1,17 @@
-"""The widget's state in the store (store/widget/tokens.py): a token's uses are taken atomically, the signing secret is
-one for every replica, a verdict's nonce is redeemed once, and origins and their reverse index agree."""
+"""The widget's state in the store (store/widget/tokens.py): a token's uses are taken atomically, a key holds at most
+its cap of live tokens, the signing secret is one for every replica, a verdict's nonce is redeemed once, and origins
+and their reverse index agree."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from policy.types import CategoryThresholds, Plan, Profile
 from store.keys.config import ConfigStore
-from store.widget.tokens import WidgetAdmitted, WidgetRefused, WidgetStore
+from store.widget.tokens import FULL_RETRY_AFTER_MAX_S, TooManyLiveTokens, WidgetAdmitted, WidgetRefused, WidgetStore
 
 pytestmark = pytest.mark.anyio
 SITE = "https://comments.example"
@@ -58,3 +60,54 @@ async def test_a_nonce_is_redeemed_once(redis_client):
     expires_at = (await redis_client.time())[0] + 60
     assert await store.redeem("n1", expires_at) and not await store.redeem("n1", expires_at)
     assert 0 < await redis_client.ttl("mod:widget:redeemed:n1") <= 61
+
+
+async def test_a_key_holds_at_most_its_cap_of_live_tokens_and_a_refused_mint_writes_nothing(redis_client):
+    store, now = WidgetStore(redis_client, live_tokens_per_key=3), time.time()
+    for _ in range(3):
+        await store.mint("key_a", minutes=30, uses=20, now=now)
+    with pytest.raises(TooManyLiveTokens):
+        await store.mint("key_a", minutes=30, uses=20, now=now)
+    assert len([key async for key in redis_client.scan_iter("mod:widget:token:*")]) == 3
+    assert (await store.use("key_a", now))["tokens"] == 3
+    await store.mint("key_b", minutes=30, uses=20, now=now)  # the cap is per key
+
+
+async def test_expired_tokens_drop_out_of_the_count(redis_client):
+    store, now = WidgetStore(redis_client, live_tokens_per_key=2), time.time()
+    await store.mint("key_a", minutes=1, uses=20, now=now)
+    await store.mint("key_a", minutes=30, uses=20, now=now)
+    with pytest.raises(TooManyLiveTokens):
+        await store.mint("key_a", minutes=30, uses=20, now=now + 59)
+    await store.mint("key_a", minutes=30, uses=20, now=now + 60)  # the 1-minute token has expired
+    assert await redis_client.zcard("mod:widget:live:key_a") == 2
+
+
+async def test_a_full_key_is_told_to_retry_when_its_oldest_live_token_expires_at_most_a_default_tokens_life(
+        redis_client):  # fmt: skip
+    store, now = WidgetStore(redis_client, live_tokens_per_key=2), time.time()
+    await store.mint("key_a", minutes=10, uses=20, now=now)
+    await store.mint("key_a", minutes=2, uses=20, now=now)
+    with pytest.raises(TooManyLiveTokens) as refused:
+        await store.mint("key_a", minutes=30, uses=20, now=now + 30)
+    assert refused.value.retry_after_s == pytest.approx(2 * 60 - 30)
+    long_lived = WidgetStore(redis_client, live_tokens_per_key=1)
+    await long_lived.mint("key_b", minutes=24 * 60, uses=20, now=now)
+    with pytest.raises(TooManyLiveTokens) as refused:
+        await long_lived.mint("key_b", minutes=30, uses=20, now=now)
+    assert refused.value.retry_after_s == FULL_RETRY_AFTER_MAX_S
+
+
+async def test_concurrent_mints_never_pass_the_cap(redis_client):
+    store = WidgetStore(redis_client, live_tokens_per_key=5)
+    outcomes = await asyncio.gather(*(store.mint("key_a", minutes=30, uses=20) for _ in range(20)),
+                                    return_exceptions=True)  # fmt: skip
+    assert sum(not isinstance(o, Exception) for o in outcomes) == 5
+    assert all(isinstance(o, TooManyLiveTokens) for o in outcomes if isinstance(o, Exception))
+
+
+async def test_a_keys_live_set_expires_with_its_last_token(redis_client):
+    store = WidgetStore(redis_client)
+    await store.mint("key_a", minutes=30, uses=20)
+    await store.mint("key_a", minutes=2, uses=20)
+    assert 29 * 60 < await redis_client.ttl("mod:widget:live:key_a") <= 30 * 60 + 2
