@@ -24,6 +24,7 @@ from fastapi import Request
 
 from serve_app.audit_names import ACTOR_STATE
 from serve_app.auth import bearer_token
+from serve_app.client_address import limit_key_of
 from serve_app.errors import RateLimited, Unauthorized
 
 # Ten typos a minute is generous for a person and useless for a guesser of a 32+ character token.
@@ -75,5 +76,7 @@ class AdminGuard:
 
 def require_admin(request: Request) -> None:
     """Dependency of the admin API: the right token passes; a wrong one is 401, or 429 while its source is throttled."""
-    request.app.state.admin_guard.check(bearer_token(request), request.client.host if request.client else "unknown")
+    # An IPv6 source counts by its /64, as every per-address limit does (serve_app/client_address.py).
+    source = limit_key_of(request.client.host) if request.client else "unknown"
+    request.app.state.admin_guard.check(bearer_token(request), source)
     setattr(request.state, ACTOR_STATE, "admin-token")  # for the audit log: this call was authenticated

@@ -24,6 +24,7 @@ from dashboard.errors import PageError
 from dashboard.forms import read_page_form
 from dashboard.pages import render
 from serve_app.audit_names import ACTOR_STATE, SKIP_STATE, TARGET_STATE
+from serve_app.client_address import limit_key_of
 from store.people.hash_pool import HashesBusy
 from store.people.sessions import LoginAttempt
 from store.people.users import valid_login_name
@@ -44,8 +45,9 @@ def _login_page(request: Request, status: int = 200, message: str = "", name: st
 
 
 def client_address(request: Request) -> str:
-    """The peer's address: the listener is reached directly (docs/dashboard.md says so for proxies)."""
-    return request.client.host if request.client else "unknown"
+    """Whom the per-address brake counts: the peer (the listener is reached directly; docs/dashboard.md says so for
+    proxies), an IPv6 peer by its /64, as every per-address limit counts (serve_app/client_address.py)."""
+    return limit_key_of(request.client.host) if request.client else "unknown"
 
 
 @router.get("/login")

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as StoreConnectionError
@@ -42,6 +42,13 @@ log = logging.getLogger("moderation.services")
 RECONNECT_ONCE_BROKEN = Retry(
     ExponentialBackoff(cap=0.2, base=0.05), retries=3, supported_errors=(StoreConnectionError,)
 )
+
+# The connections one process keeps to the store. redis-py's own pool refused a command at once past its 100
+# connections ("Too many connections", a 503 for that request): one tenant's burst of simultaneous requests then cost
+# other tenants' requests their answers. A command past the bound waits for a connection instead, at most
+# STORE_CONNECTION_WAIT_S, and only then is refused (503 `store_unavailable`, Retry-After: a retry can succeed).
+STORE_CONNECTIONS = 100
+STORE_CONNECTION_WAIT_S = 2.0
 
 
 @dataclass
@@ -87,10 +94,11 @@ class Services:
         `admission`: the gates of the models' calls (moderation/admission.py); None lets every call through.
         `client_addresses`: whether HAProxy's address header is believed, with its secret (default: the peer's).
         `widget_live_tokens_per_key`: the live widget tokens one key may hold (store/widget/tokens.py)."""
-        redis = Redis.from_url(
+        pool = BlockingConnectionPool.from_url(
             redis_url, password=redis_password, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
-            retry=RECONNECT_ONCE_BROKEN,
+            retry=RECONNECT_ONCE_BROKEN, max_connections=STORE_CONNECTIONS, timeout=STORE_CONNECTION_WAIT_S,
         )
+        redis = Redis.from_pool(pool)  # the client closes its pool with it
         quota, reviews = QuotaStore(redis), ReviewQueue(redis, review_rules)
         hash_bank = HashBank(redis, reviews.rules.hash_bank_max_entries)
         return cls(

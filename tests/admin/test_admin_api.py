@@ -72,6 +72,19 @@ def test_a_source_sending_wrong_tokens_is_throttled_and_the_right_token_is_serve
         assert_error(guesser.get("/admin/v1/plans/default", headers=wrong), 429, "rate_limited")
 
 
+def test_an_ipv6_guesser_is_throttled_by_its_64_whichever_of_its_addresses_it_uses(redis_url):
+    services = Services.connect(redis_url, StubBackends())
+    wrong = {"Authorization": "Bearer guess"}
+    with TestClient(from_addresses(create_admin_app(services, ADMIN_TOKEN))) as client:
+        for n in range(MAX_FAILURES):  # a fresh address of one /64 for every guess
+            guess = AsAddress(client, f"2001:db8:66::{n + 1:x}").get("/admin/v1/plans/default", headers=wrong)
+            assert_error(guess, 401, "unauthorized")
+        assert_error(AsAddress(client, "2001:db8:66::ffff").get("/admin/v1/plans/default", headers=wrong),
+                     429, "rate_limited")  # fmt: skip
+        other_network = AsAddress(client, "2001:db8:67::1").get("/admin/v1/plans/default", headers=wrong)
+        assert_error(other_network, 401, "unauthorized")
+
+
 def test_the_throttle_ends_when_the_window_has_room_again():
     now = [0.0]
     guard = AdminGuard("t" * 32, max_failures=2, window_s=60, clock=lambda: now[0])

@@ -146,6 +146,21 @@ def test_one_address_spraying_a_password_over_many_names_is_stopped(client, clie
     assert refused.status_code == 429 and "your address" in refused.text
 
 
+def test_an_ipv6_sprayer_is_braked_by_its_64_whichever_of_its_addresses_it_uses(client, client_from):
+    """One IPv6 host holds a whole /64: a fresh address of it per guess must not be a fresh brake."""
+    client.app.state.dashboard.logins.max_failures_per_address = 3
+    sprayers = [client_from(f"2001:db8:7:7::{n:x}") for n in range(1, 5)]
+    for sprayer in sprayers:
+        sprayer.app.state.dashboard.logins.max_failures_per_address = 3
+    for n, sprayer in enumerate(sprayers[:3]):
+        assert log_in(sprayer, f"user-{n}", "Summer2026!!").status_code == 401
+    refused = log_in(sprayers[3], "user-9", "Summer2026!!")
+    assert refused.status_code == 429 and "your address" in refused.text
+    other_network = client_from("2001:db8:7:8::1")
+    other_network.app.state.dashboard.logins.max_failures_per_address = 3
+    assert log_in(other_network, "user-9", "Summer2026!!").status_code == 401  # another /64: its own brake
+
+
 def test_wrong_passwords_reach_the_audit_log_only_as_brakes_engage_and_never_name_unknown_users(client, client_from):
     make_user(client, "mia")
     guesser = client_from("203.0.113.9")
