@@ -127,6 +127,7 @@ class CpuReading:
     load_cpu_s: float = 0.0
     driver_cpu_s: float = 0.0
     load_average: str = ""
+    p50_s: float | None = None  # the answered requests' median latency, as the clients saw it
 
     def ms_per_request(self, cpu_s: float) -> float | None:
         return cpu_s / self.requests * 1000 if self.requests else None
@@ -157,7 +158,7 @@ def measure(base_url: str, keys: list[dict[str, str]], workload: Workload, clien
     load_s, process_s = time.thread_time() - marks["thread"], time.process_time() - marks["process"]
     return CpuReading(clients, point.requests, point.errors, point.seconds,
                       spent_between(marks["before"], read_cpu(pids())), load_s, max(0.0, process_s - load_s),
-                      "/".join(f"{load:.2f}" for load in os.getloadavg()))
+                      "/".join(f"{load:.2f}" for load in os.getloadavg()), point.p50_s if point.requests else None)
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,10 @@ def shared_note(readings: dict[str, dict[int, CpuReading]], cores: int) -> str:
             "throughput under such sharing, but contention inflates it too.")
 
 
+def before_note(readings: dict[str, dict[int, CpuReading]], before: str | None) -> str:
+    return f" The \"graph before\" columns are the graph of the {before}." if before and "before" in readings else ""
+
+
 def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None, cores: int,
             before: str | None = None) -> list[str]:
     """The `## CPU per request` section of docs/benchmarks.md; `before`: what the "graph before" columns are."""
@@ -301,8 +306,8 @@ def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None,
         "is bench/load.py (httpx on asyncio, one thread of the benchmark's process, not pinned to a core: no compiled "
         "generator such as wrk or hey is installed here); its CPU is its own row, taken from the same cores as the "
         "service. The benchmark's process also drives Ray (the graph's handles, metrics) and serves the admin "
-        "listener: its other threads are the row below it." + shared_note(readings, cores)
-        + (f" The \"graph before\" columns are the graph of the {before}." if before and "before" in readings else ""),
+        "listener: its other threads are the row below it."
+        + shared_note(readings, cores) + before_note(readings, before),
         "",
         *cpu_table(readings),
         "",

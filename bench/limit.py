@@ -1,9 +1,10 @@
 """The raw limit of this machine: the models called in-process, batched, from N processes of one thread each.
 
 N = 1 gives the one-thread figure; N = the number of cores gives the limit the service is held to. Each process loads
-the models as the deployments do (registry + ImageScorer/TextScorer), gets the inputs already decoded (decoding is
-the ingress's work, reported apart), warms up, then all processes start each workload together (a barrier) and
-score batches of BATCH until the time is up. Nothing goes through HTTP, Redis or Ray.
+the models as the deployments do (registry + ImageScorer/TextScorer), gets the inputs already decoded, warms up, then
+all processes start each workload together (a barrier) and score batches of BATCH until the time is up. Nothing goes
+through HTTP, Redis or Ray. An image workload's `with_decoding` twin is the same with each process decoding the bench
+JPEGs first (`decode_image`, as the ImageModel replica does before it scores): the limit for images, decode included.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 BATCH = 8
 MAX_PIXELS = 40_000_000  # a plan's largest image, as the service's decode_image call allows
 CATEGORIES = {"image_default": ("nsfw",), "image_strict": ("nsfw", "weapon", "violence")}
+WITH_DECODING = "_with_decoding"  # the suffix of an image workload whose inputs are the JPEGs, decoded in the loop
 # The opt-in EmbeddingGemma blend (docs/text-model.md), measured beside the served text model where `make gemma` ran:
 # raw limit only, since the graph serves the default.
 GEMMA_BLEND = "text_gemma_blend"
@@ -35,9 +37,19 @@ class Limit:
     batch1_s: float
 
 
+def with_decoding(workload: str) -> str:
+    return workload + WITH_DECODING
+
+
+def served_workload(name: str) -> str:
+    """The workload the service is measured on that a raw-limit workload stands for ("image_default" for both)."""
+    return name.removesuffix(WITH_DECODING)
+
+
 def measure(processes: int, workloads: list[str], versions: dict[str, str], env: dict[str, str],
             seconds: float) -> dict[str, Limit]:
-    """Items/s of every workload ("image_default", "image_strict", "text") with `processes` processes at once."""
+    """Items/s of every workload ("image_default", "image_strict", their `with_decoding` twins, "text") with
+    `processes` processes at once."""
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(processes), context.Queue()
     workers = [
@@ -104,13 +116,21 @@ def _scorers(workloads: list[str], versions: dict[str, str]) -> tuple[dict[str, 
     from models.text_scoring import TextRequest
 
     score, inputs = {}, {}
-    if any(name in CATEGORIES for name in workloads):
+    image_workloads = [name for name in workloads if served_workload(name) in CATEGORIES]
+    if image_workloads:
         image_versions = {task: v for task, v in versions.items() if task in IMAGE_TASKS}
         scorer = ModelSet().loaded(wanted_entries({"models": image_versions}, IMAGE_TASKS, DEFAULT_REGISTRY)).image_scorer()
-        frames = [decode_image(jpeg, MAX_PIXELS).frames for jpeg in photo_jpegs()]
-        for name in set(workloads) & set(CATEGORIES):
-            score[name] = lambda batch, s=scorer: s.score(batch)
-            inputs[name] = [ImageRequest(f, CATEGORIES[name]) for f in frames]
+        jpegs = photo_jpegs()
+        frames = [decode_image(jpeg, MAX_PIXELS).frames for jpeg in jpegs]
+        for name in image_workloads:
+            categories = CATEGORIES[served_workload(name)]
+            if name in CATEGORIES:
+                score[name] = scorer.score
+                inputs[name] = [ImageRequest(f, categories) for f in frames]
+            else:
+                score[name] = lambda batch, c=categories: scorer.score(
+                    [ImageRequest(decode_image(jpeg, MAX_PIXELS).frames, c) for jpeg in batch])
+                inputs[name] = jpegs
     text_workloads = {"text": {task: v for task, v in versions.items() if task in TEXT_TASKS}}
     if GEMMA_BLEND in workloads:
         text_workloads[GEMMA_BLEND] = {"text.toxic": gemma_blend_version()}
@@ -136,7 +156,7 @@ def _seconds(call, batch: list) -> float:
 
 
 def decode_seconds() -> float:
-    """Median seconds to decode one bench photo to frames, as the ingress does before scoring."""
+    """Median seconds to decode one bench photo to frames, as the ImageModel replica does before scoring."""
     from bench.inputs import photo_jpegs
     from models.image_decoding import decode_image
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.limit import with_decoding
 from bench.report import COLUMN_LABELS, LABELS, Results
 
 PNG_PATH = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.png"
@@ -33,6 +34,9 @@ def write(results: Results, path: Path = PNG_PATH) -> None:
             top.axhline(results.limit[name].items_per_s, color="black", linestyle=":",
                         label=f"raw limit, {results.cores} processes")
             top.axhline(results.limit_one[name].items_per_s, color="grey", linestyle=":", label="raw, 1 thread")
+        if with_decoding(name) in results.limit:
+            top.axhline(results.limit[with_decoding(name)].items_per_s, color="black", linestyle="-.",
+                        label=f"raw limit with decoding, {results.cores} processes")
         top.set_title(LABELS[name], fontsize=9)
         top.set_ylabel("requests/s")
         bottom.set_ylabel("p99 latency (ms)")

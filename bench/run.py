@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from bench import cpu, hash_bank, limit, plot, report, service, tenant_flood
+from bench import cpu, hash_bank, image_time, limit, plot, report, service, tenant_flood
 from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import TEXTS, phone_jpegs, photo_jpegs
@@ -57,7 +57,7 @@ class Plan:
     hop_calls: int = 40
     metrics_wait_s: float = 6.0  # Ray pushes replica metrics to its endpoint every few seconds
     overload_rounds: int = 3  # back-to-back pairs (peak concurrency, then 64 clients) per workload, graph only
-    cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text
+    cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text and nsfw images
     cpu_point_s: float = 6.0
     profile_s: float = 4.0  # cProfile of the plain app's event loop, at the last of cpu_clients
     flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
@@ -84,6 +84,8 @@ class Column:
     plain_beside: dict[str, list[Point]] = field(default_factory=dict)  # a lever's: the plain app measured beside it
     overload: dict[str, list[Point]] = field(default_factory=dict)  # per workload: peak, 64, peak, 64, ... back to back
     cpu: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # "graph"/"plain" -> clients -> reading
+    cpu_image: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # the same, nsfw images
+    image_stages: image_time.Stages | None = None  # an image's wall time by stage at the first of cpu_clients
     flood: tenant_flood.FloodResult | None = None  # the graph's only (bench/tenant_flood.py)
 
 
@@ -219,6 +221,9 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
             column.load_cpu_s = time.process_time() - cpu_start
             if with_hops and "text" in workloads:
                 column.cpu = cpu_by_process(target, plain, workloads["text"], plan, plain_pids)
+            if with_hops and "image_default" in workloads:
+                column.cpu_image, column.image_stages = images_by_process(
+                    target, plain, workloads["image_default"], plan, plain_pids, metrics_url)
             column.replicas_after = service.replica_counts()
             time.sleep(plan.metrics_wait_s)
             column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
@@ -257,6 +262,25 @@ def cpu_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan,
                   f" ms (load generator {reading.ms_per_request(reading.load_cpu_s):.2f} ms; {reading.requests} "
                   f"requests; load {reading.load_average})", flush=True)
     return found
+
+
+def images_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan, plain_pids: set[int],
+                      metrics_url: str) -> tuple[dict[str, dict[int, cpu.CpuReading]], image_time.Stages | None]:
+    """cpu_by_process on the nsfw images, and an image's stages over the graph's run at the first client count: Ray's
+    metrics endpoint scraped before it, and after it once the replicas have pushed its calls. The images' metrics of
+    the sweep are on the endpoint by then: the short-text readings ran in between, longer than Ray's push interval."""
+    if not plan.cpu_clients:
+        return {}, None
+    first = plan.cpu_clients[0]
+    before = service.scrape(metrics_url)
+    found = cpu_by_process(graph, plain, workload, replace(plan, cpu_clients=(first,)), plain_pids)
+    reading = found["graph"][first]
+    stages = image_time.read(before, image_time.scrape_when_pushed(metrics_url, before, reading.requests + first),
+                             reading)
+    for name, readings in cpu_by_process(graph, plain, workload, replace(plan, cpu_clients=plan.cpu_clients[1:]),
+                                         plain_pids).items():
+        found[name].update(readings)
+    return found, stages
 
 
 def _memory(exclude: set[int] = frozenset()) -> tuple[float, int]:
@@ -355,6 +379,7 @@ def _profile_plain(pid: int, path: Path, plain: Target, workloads: dict[str, Wor
 def _measure_raw_limit(results: report.Results, workloads: dict, versions: dict, env: dict, plan) -> None:
     """The models alone, batched, in one process and in one per core: what the service is measured against."""
     limit_workloads = [name for name in workloads if name in ("image_default", "image_strict", "text")]
+    limit_workloads += [limit.with_decoding(name) for name in limit_workloads if name in limit.CATEGORIES]
     if "text" in limit_workloads and embeddinggemma.available():
         limit_workloads.append(limit.GEMMA_BLEND)
     print(f"raw limit: 1 and {results.cores} processes ...", flush=True)

@@ -102,32 +102,41 @@ def scrape(url: str) -> str:
 _SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
 
 
-def histogram_buckets(text: str, metric: str, label: str) -> dict[str, dict[float, float]]:
+def histogram_buckets(text: str, metric: str, label: str,
+                      where: dict[str, str] | None = None) -> dict[str, dict[float, float]]:
     """label value -> bucket upper bound -> cumulative count of a Prometheus histogram, added over its other labels
-    (replicas...). Buckets, not `_sum`: Ray's exporter computes a histogram's sum from bucket midpoints."""
+    (replicas...), of the samples whose labels include `where`. Buckets, not `_sum`: Ray's exporter computes a
+    histogram's sum from bucket midpoints."""
     buckets: dict[str, dict[float, float]] = {}
     for line in text.splitlines():
         match = _SAMPLE.match(line)
         if not match or match["name"] != f"{metric}_bucket":
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+        if where and any(labels.get(name) != value for name, value in where.items()):
+            continue
         bound = float(labels.get("le", "inf").replace("+Inf", "inf"))
         entry = buckets.setdefault(labels.get(label, "?"), {})
         entry[bound] = entry.get(bound, 0.0) + float(match["value"])
     return buckets
 
 
+def histogram_between(before: str, after: str, metric: str, label: str,
+                      where: dict[str, str] | None = None) -> dict[str, dict[float, float]]:
+    """histogram_buckets of what was observed between two scrapes (`after`'s counts less `before`'s)."""
+    first = histogram_buckets(before, metric, label, where)
+    return {value: {bound: count - first.get(value, {}).get(bound, 0.0) for bound, count in cumulative.items()}
+            for value, cumulative in histogram_buckets(after, metric, label, where).items()}
+
+
 def batch_sizes(before: str, after: str) -> dict[str, tuple[float, float, int]]:
     """model -> (mean batch size, share of batches of one, batches) between two scrapes of Ray's metrics endpoint.
     Sizes are read as their bucket's upper bound: exact for the integer bounds 1, 2, 3, 4, 6, 8, 12, 16..."""
-    metric = "ray_moderation_model_batch_size"
-    first, second = histogram_buckets(before, metric, "model"), histogram_buckets(after, metric, "model")
     result = {}
-    for model, cumulative in second.items():
-        earlier = first.get(model, {})
+    for model, cumulative in histogram_between(before, after, "ray_moderation_model_batch_size", "model").items():
         previous, batches, requests, ones = 0.0, 0.0, 0.0, 0.0
         for bound in sorted(cumulative):
-            count = cumulative[bound] - earlier.get(bound, 0.0)
+            count = cumulative[bound]
             in_bucket = count - previous
             previous = count
             if bound == float("inf"):

@@ -1,4 +1,5 @@
-"""`make bench`'s driver: the back-to-back overload pairs (which points, in which order)."""
+"""`make bench`'s driver: the back-to-back overload pairs, and the images' stages around the first CPU reading (which
+points, in which order)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,26 @@ def test_the_cpu_readings_wait_for_starting_replicas_and_give_up_in_time(monkeyp
     assert service.wait_until_running(max_s=5, poll_s=0.01)
     monkeypatch.setattr(service, "replica_counts", lambda: {"TextModel": {"RUNNING": 1, "STARTING": 1}})
     assert not service.wait_until_running(max_s=0.05, poll_s=0.01)
+
+
+def test_an_images_stages_are_read_around_the_graphs_first_client_count_only(monkeypatch):
+    from bench import cpu, image_time, run, service
+    from bench.load import Workload
+
+    events = []
+
+    def fake_measure(base_url, keys, workload, clients, seconds, pids):  # a stand-in for HTTP load, unit test only
+        events.append(f"{base_url} {clients}")
+        return cpu.CpuReading(clients, 10, 0, 1.0, p50_s=0.05)
+
+    monkeypatch.setattr(cpu, "measure", fake_measure)
+    monkeypatch.setattr(service, "wait_until_running", lambda max_s: True)
+    monkeypatch.setattr(service, "scrape", lambda url: events.append("scrape") or "")
+    monkeypatch.setattr(image_time, "scrape_when_pushed",
+                        lambda url, before, calls: events.append(f"pushed {calls}") or "")
+    graph, plain = (run.Target(url, {"default": [{}]}) for url in ("graph", "plain"))
+    image = Workload("image_default", "/v1/moderate", "default", [{}])
+    found, stages = run.images_by_process(graph, plain, image, run.Plan(cpu_clients=(1, 16)), set(), "metrics")
+    assert events == ["scrape", "graph 1", "plain 1", "pushed 11", "graph 16", "plain 16"]  # 10 measured + 1 warm-up
+    assert {name: sorted(readings) for name, readings in found.items()} == {"graph": [1, 16], "plain": [1, 16]}
+    assert stages.clients == 1 and stages.client_p50_s == 0.05 and stages.call.count == 0
