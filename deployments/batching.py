@@ -4,11 +4,11 @@ serve_config.yaml:
 
     user_config:
       max_batch_size: 8            # 1..256, and never above the deployment's max_ongoing_requests
-      batch_wait_timeout_s: 0.001  # 0..1 s: how long a lone request waits for company
+      batch_wait_timeout_s: 0      # 0..1 s: how long a request on an idle model waits for company
       models: {...}
 
 Changing only these and re-applying the config makes Serve call `reconfigure()` on the running
-replicas, which set them on the `@serve.batch` method (`set_max_batch_size` /
+replicas, which set them on the replica's batch queue (models/batch_queue.py: `set_max_batch_size` /
 `set_batch_wait_timeout_s`): no replica restarts. Left out, the deployment's defaults apply.
 """
 
@@ -46,7 +46,8 @@ class BatchSettings:
         return cls(max_batch_size=size, batch_wait_timeout_s=wait)
 
     def apply_to(self, batched_method: Any) -> None:
-        """Set these on a `@serve.batch` method (bound or not): the next batch uses them."""
+        """Set these on a batch queue (models/batch_queue.py; a `@serve.batch` method has the same setters): the next
+        batch uses them."""
         batched_method.set_max_batch_size(self.max_batch_size)
         batched_method.set_batch_wait_timeout_s(self.batch_wait_timeout_s)
 

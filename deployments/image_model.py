@@ -3,7 +3,8 @@
 A thin shell: the models come from the registry through `ModelSet`, the scoring
 (frames, categories, cost per request) lives in `models.image_scoring.ImageScorer`, the
 bounded decoding in `models.decode_pool.ImageDecoder`. The ingress sends an upload's bytes
-(`score_upload`); each request decodes on its own, then waits in the batch for the models.
+(`score_upload`); each request is decoded and prepared as the models' inputs in one of the decoder's workers (in
+parallel with other requests), then waits in the batch, which runs only the networks.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from deployments.metrics import record_batch
 from deployments.model_shell import ModelShell
 from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
-from models.image_scoring import ImageRequest, ImageScorer, ImageScores
+from models.image_scoring import ImageRequest, ImageScorer, ImageScores, PreparedImage
 from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score
-from models.batch_isolation import raised_if_failed, scored_apart
+from models.batch_isolation import scored_apart
 from models.model_set import ModelSet
 from models.tasks import IMAGE_TASKS
 
 MAX_BATCH_SIZE = 8  # the defaults that user_config may override (ModelShell.default_batching)
-BATCH_WAIT_S = 0.001
+BATCH_WAIT_S = 0.0
 DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
 
 
@@ -43,20 +44,20 @@ class ImageModel(ModelShell):
         return models.image_scorer()
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage | RefusedImage:
-        """Decode (concurrently with other requests, bounded), then score in a batch with them."""
+        """Decode and prepare (concurrently with other requests, bounded), then score in a batch with them."""
         try:
-            return await decode_and_score(upload, self._decoder, self._score_one)
+            return await decode_and_score(upload, self._decoder, self._prepare, self._batched)
         except ImageRefused as refusal:
             return RefusedImage(refusal)
 
-    async def _score_one(self, request: ImageRequest) -> ImageScores:
-        return raised_if_failed(await self._score_batch(request))
+    def _prepare(self, request: ImageRequest) -> PreparedImage:
+        # A category the profile enables but this deployment does not serve fails that request here (a 503 to its
+        # client), never an answer that skips it, and never another request.
+        return self._scorer.prepare(request)
 
-    @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
-    async def _score_batch(self, requests: list[ImageRequest]) -> list[ImageScores | Exception]:
-        # A category the profile enables but this deployment does not serve fails that request (a 503 to its
-        # client), never an answer that skips it, and never the other requests of the batch (scored_apart).
+    async def _score_batch(self, images: list[PreparedImage]) -> list[ImageScores | Exception]:
+        # One request's failure never fails the others of its batch (scored_apart).
         started = time.perf_counter()
-        scores = await asyncio.to_thread(scored_apart, self._scorer.score, requests)
-        record_batch("image", len(requests), time.perf_counter() - started)
+        scores = await asyncio.to_thread(scored_apart, self._scorer.score_prepared, images)
+        record_batch("image", len(images), time.perf_counter() - started, self._batches.waiting)
         return scores

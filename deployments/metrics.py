@@ -15,10 +15,10 @@ Recorded only from the Ray shells in `deployments/` (the layers below know no Ra
   - the model deployments: the latency of each batch through the model, and batch sizes;
   - the ingress's health check (serve_app/health.py, every few seconds): the store's used memory, its
     limit, and whether it is past the alert threshold (`record_store_memory`; docs/operating.md).
-Queue lengths are Serve's built-ins: `ray_serve_deployment_queued_queries` (waiting in a
-handle for a replica), `ray_serve_replica_processing_queries` (in progress per replica),
-`ray_serve_batch_queue_length` (waiting for a `@serve.batch` batch), and
-`ray_serve_actual_batch_size` beside ours.
+Queue lengths: Serve's built-ins `ray_serve_deployment_queued_queries` (waiting in a handle for a
+replica) and `ray_serve_replica_processing_queries` (in progress per replica), and ours,
+`moderation_model_batch_queue_length` (left waiting for the next batch when a batch starts; the
+batches are the replica's own BatchQueue, not `@serve.batch`).
 
 Metrics are created lazily, inside the replica that records them (Serve reads the replica's
 context when a metric is created), and recording never fails a request.
@@ -63,6 +63,7 @@ class _Metrics:
     category_verdicts: Any
     batch_latency: Any
     batch_size: Any
+    batch_queue_length: Any
     store_used_memory: Any
     store_memory_limit: Any
     store_memory_alert: Any
@@ -125,6 +126,11 @@ def metrics() -> _Metrics:
             boundaries=BATCH_SIZE_BUCKETS,
             tag_keys=("model",),
         ),
+        batch_queue_length=Gauge(
+            "moderation_model_batch_queue_length",
+            description="Requests left waiting for the next batch when a batch starts, in a model deployment.",
+            tag_keys=("model",),
+        ),
         store_used_memory=Gauge(
             "moderation_store_used_memory_bytes",
             description="Bytes the store has allocated, as the ingress's health check last read them.",
@@ -141,11 +147,14 @@ def metrics() -> _Metrics:
 
 
 @_never_fails
-def record_batch(model: str, size: int, seconds: float) -> None:
+def record_batch(model: str, size: int, seconds: float, waiting: int | None = None) -> None:
+    """`waiting`: the requests left in the batch queue (models/batch_queue.py) when this batch started, if any."""
     m = metrics()
     tags = {"model": model}
     m.batch_size.observe(size, tags=tags)
     m.batch_latency.observe(seconds * 1000, tags=tags)
+    if waiting is not None:
+        m.batch_queue_length.set(waiting, tags=tags)
 
 
 @_never_fails

@@ -3,7 +3,7 @@
 A thin shell: the model comes from the registry through `ModelSet`, the scoring lives
 in `models.text_scoring.TextScorer`.
 
-Two lanes, a thread each: short work (the shared @serve.batch of short texts, and small batches) runs on one, long
+Two lanes, a thread each: short work (the shared batch of short texts, and small batches) runs on one, long
 work (texts of thousands of characters, big batches) on the other, so an account sending 20,000-character texts
 never queues another account's short text behind its windows: the two lanes share the CPU. On asyncio's default
 pool both would wait for its few threads (six on two cores), all of which long work could hold.
@@ -21,14 +21,14 @@ from ray import serve
 from deployments.batching import BatchSettings
 from deployments.metrics import record_batch
 from deployments.model_shell import ModelShell
-from models.batch_isolation import raised_if_failed, scored_apart
+from models.batch_isolation import scored_apart
 from models.model_set import ModelSet
 from models.tasks import TEXT_TASKS
 from models.text_scoring import TextRequest, TextScorer, TextScores
 from moderation.limits import is_short_text_work
 
 MAX_BATCH_SIZE = 16  # the defaults that user_config may override (ModelShell.default_batching)
-BATCH_WAIT_S = 0.001
+BATCH_WAIT_S = 0.0
 DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
 
 
@@ -48,14 +48,13 @@ class TextModel(ModelShell):
 
     async def score(self, request: TextRequest) -> TextScores:
         """One short text, batched with other callers' short texts; a failure of its own is raised for it alone."""
-        return raised_if_failed(await self._score_batch(request))
+        return await self._batched(request)
 
-    @serve.batch(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
     async def _score_batch(self, requests: list[TextRequest]) -> list[TextScores | Exception]:
         return await self._scored_on(self._short_lane, requests, isolated=True)
 
     async def score_many(self, requests: list[TextRequest]) -> list[TextScores]:
-        """The texts of one request together, outside @serve.batch: they are a batch already."""
+        """The texts of one request together, outside the shared batch: they are a batch already."""
         short = is_short_text_work([request.text for request in requests])
         return await self._scored_on(self._short_lane if short else self._long_lane, requests)
 
@@ -65,5 +64,5 @@ class TextModel(ModelShell):
         started, scorer = time.perf_counter(), self._scorer
         work = partial(scored_apart, scorer.score, requests) if isolated else partial(scorer.score, requests)
         scores = await asyncio.get_running_loop().run_in_executor(lane, work)
-        record_batch("text", len(requests), time.perf_counter() - started)
+        record_batch("text", len(requests), time.perf_counter() - started, self._batches.waiting if isolated else None)
         return scores

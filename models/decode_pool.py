@@ -21,9 +21,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 from models.image_decoding import DecodedImage, DecodeTimeout, ImageRefused, decode_image
+
+Prepared = TypeVar("Prepared")
 
 # One decode per core of the 2-core reference box: a third would only queue for a core and hold its memory
 # (a 40 MP frame is 120-160 MB while it is converted).
@@ -72,13 +76,21 @@ class ImageDecoder:
 
     async def decode(self, data: bytes, max_pixels: int) -> DecodedImage:
         """Raises InvalidImage, ImageTooLarge, DecodeBusy or DecodeTimeout."""
+        image, _ = await self.decode_then(data, max_pixels, _nothing)
+        return image
+
+    async def decode_then(
+        self, data: bytes, max_pixels: int, then: Callable[[DecodedImage], Prepared]
+    ) -> tuple[DecodedImage, Prepared]:
+        """`decode`, then `then(image)` in the same worker, under the same deadline: the image work that follows
+        decoding (the models' resizing and normalising) runs in parallel across requests, not in their batch."""
         with self._lock:
             if self._admitted >= self.workers + self.max_waiting:
                 raise DecodeBusy(f"{self._admitted} image decodes in flight; the limit is reached")
             self._admitted += 1
         deadline = time.monotonic() + self.deadline_s
         try:
-            future = self._pool.submit(decode_image, data, max_pixels, deadline=deadline)
+            future = self._pool.submit(_decoded_then, data, max_pixels, deadline, then)
         except BaseException:
             self._release(None)
             raise
@@ -96,3 +108,14 @@ class ImageDecoder:
     def _release(self, _future: Future | None) -> None:
         with self._lock:
             self._admitted -= 1
+
+
+def _decoded_then(
+    data: bytes, max_pixels: int, deadline: float, then: Callable[[DecodedImage], Prepared]
+) -> tuple[DecodedImage, Prepared]:
+    image = decode_image(data, max_pixels, deadline=deadline)
+    return image, then(image)
+
+
+def _nothing(_image: DecodedImage) -> None:
+    return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 from transformers import (
@@ -166,12 +167,18 @@ class TransformersImageModel:
         model = _load_classifier(AutoModelForImageClassification, directory)
         return cls(processor, model, LabelMapping.from_config(model.config, labels, directory), batch_size)
 
-    @torch.inference_mode()
     def predict(self, frames: list[Image.Image]) -> list[dict[str, float]]:
+        return self.run([self.prepare(frame) for frame in frames])
+
+    def prepare(self, frame: Image.Image) -> np.ndarray:
+        """One frame as the model's pixel values: the processor's image work, done before the batch."""
+        return self._processor(images=[frame.convert("RGB")], return_tensors="np")["pixel_values"][0]
+
+    @torch.inference_mode()
+    def run(self, inputs: list[np.ndarray]) -> list[dict[str, float]]:
         scores: list[dict[str, float]] = []
-        for start in range(0, len(frames), self._batch_size):
-            batch = [frame.convert("RGB") for frame in frames[start : start + self._batch_size]]
-            pixels = self._processor(images=batch, return_tensors="pt")["pixel_values"]
+        for start in range(0, len(inputs), self._batch_size):
+            pixels = torch.from_numpy(np.stack(inputs[start : start + self._batch_size]))
             scores.extend(self._labels.scores(self._model(pixel_values=pixels).logits))
         if "nsfw" in self._labels.categories and "safe" not in self._labels.categories:
             for score in scores:

@@ -1,5 +1,9 @@
 """An uploaded image on its way to the image models: its bytes travel, and it is decoded where it is scored.
 
+Decoding and the models' own image work (resizing, cropping, normalising: ``ImageScorer.prepare``) run together in
+one of the decoder's workers, per request and in parallel across requests; the batch that follows runs only the
+networks, so a batch fills under load instead of each request arriving at it one by one.
+
 Why decode on the model side: an upload is tens of KB, its decoded frames up to a few MB each; pickling frames from
 the ingress to an ImageModel replica cost 9-15 ms a request, and decoding in the single ingress made that replica
 the graph's bottleneck. So the ingress (after taking the quota unit) sends the bytes, and the replica decodes them
@@ -11,11 +15,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
 from models.pdq import PdqHash, pdq_of_image
+
+Prepared = TypeVar("Prepared")  # what the model side makes of a request's frames (ImageScorer.prepare)
 
 
 @dataclass(frozen=True)
@@ -57,15 +64,18 @@ class RefusedImage:
 
 
 async def decode_and_score(
-    upload: ImageUpload, decoder: ImageDecoder, score: Callable[[ImageRequest], Awaitable[ImageScores]]
+    upload: ImageUpload,
+    decoder: ImageDecoder,
+    prepare: Callable[[ImageRequest], Prepared],
+    score: Callable[[Prepared], Awaitable[ImageScores]],
 ) -> ScoredImage:
-    """Decode (bounded: raises the decoder's ImageRefused errors), then `score` the frames and, meanwhile in a
-    thread, hash the first one (PDQ, a few ms on a 512 px frame)."""
-    image = await decoder.decode(upload.data, upload.max_pixels)
-    scores, pdq = await asyncio.gather(
-        score(ImageRequest(frames=image.frames, categories=upload.categories)),
-        asyncio.to_thread(pdq_of_image, image.frames[0]),
+    """Decode and `prepare` the frames as the models' inputs, in one of the decoder's workers (bounded: raises the
+    decoder's ImageRefused errors), then `score` them (in a batch with other requests) and, meanwhile in a thread,
+    hash the first frame (PDQ, a few ms on a 512 px frame)."""
+    image, prepared = await decoder.decode_then(
+        upload.data, upload.max_pixels, lambda image: prepare(ImageRequest(image.frames, upload.categories))
     )
+    scores, pdq = await asyncio.gather(score(prepared), asyncio.to_thread(pdq_of_image, image.frames[0]))
     return ScoredImage(scores=scores, format=image.format, width=image.width, height=image.height, pdq=pdq)
 
 

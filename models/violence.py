@@ -36,9 +36,16 @@ class ViolenceModel:
         return cls(single_thread_session(path), max_batch)
 
     def predict(self, frames: list[Image.Image]) -> list[dict[str, float]]:
+        return self.run([self.prepare(frame) for frame in frames])
+
+    def prepare(self, frame: Image.Image) -> np.ndarray:
+        """One frame as the network's input (3, 224, 224): the image work, done before the batch."""
+        return blurpad(frame)
+
+    def run(self, inputs: list[np.ndarray]) -> list[dict[str, float]]:
         scores: list[dict[str, float]] = []
-        for start in range(0, len(frames), self._max_batch):
-            batch = np.stack([blurpad(frame) for frame in frames[start : start + self._max_batch]])
+        for start in range(0, len(inputs), self._max_batch):
+            batch = np.stack(inputs[start : start + self._max_batch])
             (probabilities,) = self._session.run(None, {self._input_name: batch})
             scores.extend({"violence": float(row[_NSFL])} for row in probabilities)
         return scores

@@ -38,9 +38,16 @@ class WeaponModel:
         return cls(network, max_batch)
 
     def predict(self, frames: list[Image.Image]) -> list[dict[str, float]]:
+        return self.run([self.prepare(frame) for frame in frames])
+
+    def prepare(self, frame: Image.Image) -> np.ndarray:
+        """One frame as the network's input (3, 224, 224): the image work, done before the batch."""
+        return to_input(frame)
+
+    def run(self, inputs: list[np.ndarray]) -> list[dict[str, float]]:
         scores: list[dict[str, float]] = []
-        for start in range(0, len(frames), self._max_batch):
-            batch = torch.from_numpy(np.stack([to_input(frame) for frame in frames[start : start + self._max_batch]]))
+        for start in range(0, len(inputs), self._max_batch):
+            batch = torch.from_numpy(np.stack(inputs[start : start + self._max_batch]))
             with torch.inference_mode():
                 probabilities = torch.softmax(self._network(batch), dim=1)
             weapon = probabilities[:, list(WEAPON_CLASSES)].sum(dim=1)

@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 from models.decode_pool import ImageDecoder
-from models.image_scoring import ImageRequest, ImageScores
+from models.image_scoring import ImageScores, PreparedImage
 from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries
 from models.registry import DEFAULT_REGISTRY
@@ -30,10 +30,10 @@ class LocalBackends:
         self._decoder = ImageDecoder()
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage:
-        return await decode_and_score(upload, self._decoder, self.score_image)
+        return await decode_and_score(upload, self._decoder, self._image.prepare, self._score_prepared)
 
-    async def score_image(self, request: ImageRequest) -> ImageScores:
-        return (await asyncio.to_thread(self._image.score, [request]))[0]
+    async def _score_prepared(self, image: PreparedImage) -> ImageScores:
+        return (await asyncio.to_thread(self._image.score_prepared, [image]))[0]
 
     async def score_text(self, request: TextRequest) -> TextScores:
         return (await asyncio.to_thread(self._text.score, [request]))[0]

@@ -1,12 +1,11 @@
 """One item never fails the batch it shares: the TextModel and ImageModel replicas, run in process with a scorer
-that fails on one request, answer every other caller of the same @serve.batch."""
+that fails on one request, answer every other caller of the same batch (models/batch_queue.py)."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from ray.serve import batching
 
 from deployments import image_model, text_model
 from models.batch_isolation import raised_if_failed, scored_apart
@@ -26,6 +25,8 @@ class PoisonedScorer:
             raise CategoryNotServed("the served model does not score this")
         return [self.answer(request) for request in requests]
 
+    score_prepared = score  # the ImageModel's batch runs prepared images (models/image_scoring.py)
+
 
 def test_a_batch_that_scores_is_one_call():
     scorer = PoisonedScorer(poison="bad", answer=str.upper)
@@ -40,17 +41,6 @@ def test_a_failing_batch_is_scored_apart_and_only_the_culprit_fails():
     with pytest.raises(CategoryNotServed):
         raised_if_failed(results[1])
     assert raised_if_failed(results[0]) == "A"
-
-
-@pytest.fixture(autouse=True)
-def outside_a_replica(monkeypatch):
-    # Serve's check against the replica's max_ongoing_requests has nothing to read here.
-    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
-    yield
-    # A @serve.batch method keeps its queue, made on first use, in the class's function: drop it, or the deployment
-    # class could no longer be pickled by the tests that deploy it.
-    for deployment in (text_model.TextModel, image_model.ImageModel):
-        deployment.func_or_class._score_batch.set_max_batch_size.__self__._queue = None
 
 
 def _replica(cls, scorer):
@@ -83,6 +73,6 @@ async def test_image_model_one_callers_failure_leaves_the_other_callers_of_its_b
     scorer = PoisonedScorer(poison, lambda request: scores)
     replica = _replica(image_model.ImageModel, scorer)
     requests = [ImageRequest(frames=[f"frame {n}"], categories=("nsfw",)) for n in range(3)]
-    answers = await _answers([replica._score_one(poison), *map(replica._score_one, requests)])
+    answers = await _answers([replica._batched(poison), *map(replica._batched, requests)])
     assert isinstance(answers[0], CategoryNotServed) and answers[1:] == [scores] * 3
     assert scorer.calls[0] == 4

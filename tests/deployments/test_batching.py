@@ -1,4 +1,4 @@
-"""Batch size and wait from user_config: validated, and set on the running @serve.batch method."""
+"""Batch size and wait from user_config: validated, and set on the running replica's batch queue."""
 
 from __future__ import annotations
 
@@ -6,11 +6,9 @@ import asyncio
 
 import pytest
 import yaml
-from ray import serve
-from ray.serve import batching
-
 from deployments import image_model, text_model
 from deployments.batching import BatchSettings
+from models.batch_queue import BatchQueue
 from runtime.settings import PROJECT_ROOT
 
 DEFAULT = BatchSettings(max_batch_size=8, batch_wait_timeout_s=0.001)
@@ -54,31 +52,29 @@ def test_a_batch_above_max_ongoing_requests_is_refused():
 
 
 class _Batched:
-    """A @serve.batch method like the model deployments', recording the batches it sees."""
+    """A batch queue like the model deployments', recording the batches it runs."""
 
     def __init__(self):
         self.batches: list[int] = []
+        self.queue = BatchQueue(self.score, max_batch_size=8, batch_wait_timeout_s=0.0)
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.001)
     async def score(self, items: list[int]) -> list[int]:
         self.batches.append(len(items))
+        await asyncio.sleep(0.01)  # a model's run: what arrives meanwhile waits for the next batch
         return items
 
 
 @pytest.mark.anyio
-async def test_apply_to_changes_the_batches_that_form(monkeypatch):
-    # Outside a replica: Serve's check against the replica's max_ongoing_requests has nothing to read.
-    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
+async def test_apply_to_changes_the_batches_that_form():
     batched = _Batched()
-    BatchSettings(max_batch_size=2, batch_wait_timeout_s=0.05).apply_to(batched.score)
-    assert batched.score._get_max_batch_size() == 2
-    assert batched.score._get_batch_wait_timeout_s() == 0.05
-    assert await asyncio.gather(*(batched.score(i) for i in range(6))) == list(range(6))
-    assert max(batched.batches) == 2
+    BatchSettings(max_batch_size=2, batch_wait_timeout_s=0.05).apply_to(batched.queue)
+    assert (batched.queue.max_batch_size, batched.queue.batch_wait_timeout_s) == (2, 0.05)
+    assert await asyncio.gather(*(batched.queue.submit(i) for i in range(6))) == list(range(6))
+    assert batched.batches == [2, 2, 2]
 
-    BatchSettings(max_batch_size=6, batch_wait_timeout_s=0.05).apply_to(batched.score)
+    BatchSettings(max_batch_size=6, batch_wait_timeout_s=0.05).apply_to(batched.queue)
     batched.batches.clear()
-    await asyncio.gather(*(batched.score(i) for i in range(6)))
+    await asyncio.gather(*(batched.queue.submit(i) for i in range(6)))
     assert batched.batches == [6]  # one batch: the wait lets all six join
 
 

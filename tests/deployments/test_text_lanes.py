@@ -7,7 +7,6 @@ import asyncio
 import threading
 
 import pytest
-from ray.serve import batching
 
 from deployments import text_model
 from models.text_scoring import TextRequest, TextScores
@@ -31,14 +30,12 @@ class HeldScorer:
 
 
 @pytest.fixture
-def replica(monkeypatch):
-    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
+def replica():
     replica = text_model.TextModel.func_or_class.__new__(text_model.TextModel.func_or_class)
     replica.__init__("unused-registry")
     replica._scorer = HeldScorer()
     yield replica
     replica._scorer.release.set()
-    text_model.TextModel.func_or_class._score_batch.set_max_batch_size.__self__._queue = None  # see test_batch_isolation
 
 
 def request(text: str) -> TextRequest:

@@ -40,11 +40,11 @@ WANTED = {
     "ray_moderation_model_call_latency_ms_count": {"target": "text", "outcome": "ok"},
     "ray_moderation_model_batch_latency_ms_count": {"model": "image", "deployment": "ImageModel"},
     "ray_moderation_model_batch_size_bucket": {"model": "text", "deployment": "TextModel"},
-    # Serve's built-ins: queues and batches
+    # Serve's built-ins: queues
     "ray_serve_deployment_queued_queries": {"deployment": "TextModel"},
     "ray_serve_replica_processing_queries": {"deployment": "TextModel"},
-    "ray_serve_batch_queue_length": {"deployment": "TextModel"},
-    "ray_serve_actual_batch_size_count": {"deployment": "ImageModel"},
+    # ours: the replicas batch with models/batch_queue.py, not @serve.batch
+    "ray_moderation_model_batch_queue_length": {"model": "text", "deployment": "TextModel"},
 }
 
 

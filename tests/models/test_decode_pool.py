@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+import threading
 import time
 
 import pytest
@@ -45,6 +46,29 @@ def test_an_image_decodes_through_the_decoder_and_errors_pass_through():
                 await decoder.decode(b"not an image", 1_000_000)
             with pytest.raises(ImageTooLarge):
                 await decoder.decode(small_png(), 1_000)
+            assert decoder.in_flight == 0
+        finally:
+            decoder.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_work_after_decoding_runs_in_the_decode_worker_and_holds_its_place_until_done():
+    async def scenario():
+        decoder = ImageDecoder(workers=1, max_waiting=0, deadline_s=30)
+        seen: list[tuple[str, int]] = []
+
+        def prepare(image):
+            seen.append((threading.current_thread().name, decoder.in_flight))
+            return image.width * image.height
+
+        try:
+            image, prepared = await decoder.decode_then(small_png(), 1_000_000, prepare)
+            assert prepared == 64 * 48 and image.width == 64
+            ((thread, in_flight),) = seen
+            assert thread.startswith("image-decode") and in_flight == 1  # the worker's place is held meanwhile
+            with pytest.raises(ValueError):  # the work's own error reaches the caller, and the place is given back
+                await decoder.decode_then(small_png(), 1_000_000, lambda image: int("not a number"))
             assert decoder.in_flight == 0
         finally:
             decoder.close()

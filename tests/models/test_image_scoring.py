@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 import skimage.data
 from PIL import Image
@@ -18,19 +19,22 @@ VERSIONS = {"nsfw": "open-nsfw-1.0", "weapon": "effnet-lite0-1.0", "violence": "
 
 
 class CountingFake:
-    """Scores a frame as its red level / 255 under every key it serves, and records each predict call."""
+    """Scores a frame as its red level / 255 under every key it serves; records each batched run and each frame
+    prepared."""
 
     def __init__(self, keys: tuple[str, ...]) -> None:
         self.keys = keys
         self.calls: list[int] = []
+        self.prepared = 0
 
-    def predict(self, frames: list[Image.Image]) -> list[dict[str, float]]:
-        self.calls.append(len(frames))
-        scores = []
-        for frame in frames:
-            level = frame.getpixel((0, 0))[0] / 255
-            scores.append({key: (1 - level if key == "safe" else level) for key in self.keys})
-        return scores
+    def prepare(self, frame: Image.Image) -> np.ndarray:
+        self.prepared += 1
+        return np.array([frame.getpixel((0, 0))[0] / 255])
+
+    def run(self, inputs: list[np.ndarray]) -> list[dict[str, float]]:
+        self.calls.append(len(inputs))
+        return [{key: (1 - float(level[0]) if key == "safe" else float(level[0])) for key in self.keys}
+                for level in inputs]
 
 
 def frame(red: int) -> Image.Image:
@@ -150,3 +154,39 @@ def test_real_models_score_each_request_for_what_it_enabled():
     assert armed.categories["weapon"] > 0.9 and armed.categories["nsfw"] < 0.3
     assert set(nsfw_only.categories) == {"nsfw"}
     assert nsfw_only.model_version == "nsfw=open-nsfw-1.0"
+
+
+def test_prepare_does_the_image_work_and_score_prepared_only_runs_the_models(fakes):
+    scorer = ImageScorer(fakes, VERSIONS)
+    prepared = [scorer.prepare(ImageRequest([frame(51), frame(102)], ("nsfw", "weapon"))),
+                scorer.prepare(ImageRequest([frame(204)], ("nsfw",)))]
+    assert (fakes["nsfw"].prepared, fakes["weapon"].prepared, fakes["violence"].prepared) == (3, 2, 0)
+
+    two_frames, one_frame = scorer.score_prepared(prepared)
+
+    assert (fakes["nsfw"].prepared, fakes["weapon"].prepared) == (3, 2)  # nothing prepared again in the batch
+    assert fakes["nsfw"].calls == [3] and fakes["weapon"].calls == [2] and fakes["violence"].calls == []
+    assert two_frames.categories == pytest.approx({"nsfw": 0.4, "weapon": 0.4})
+    assert one_frame.categories == pytest.approx({"nsfw": 0.8})
+
+
+def test_an_image_prepared_before_a_model_swap_is_prepared_again_for_the_new_model(fakes):
+    old = ImageScorer(fakes, VERSIONS)
+    prepared = old.prepare(ImageRequest([frame(102)], ("nsfw",)))
+    replacement = CountingFake(("nsfw", "safe"))
+    new = ImageScorer({**fakes, "nsfw": replacement}, {**VERSIONS, "nsfw": "open-nsfw-2.0"})
+
+    (scores,) = new.score_prepared([prepared])
+
+    assert replacement.prepared == 1 and replacement.calls == [1]
+    assert scores.model_version == "nsfw=open-nsfw-2.0" and scores.categories == pytest.approx({"nsfw": 0.4})
+
+
+def test_real_models_score_prepared_inputs_as_they_score_frames():
+    models = {"nsfw": OpenNsfwModel.load(), "weapon": WeaponModel.load(), "violence": ViolenceModel.load()}
+    frames = [Image.fromarray(skimage.data.astronaut()), Image.fromarray(skimage.data.coffee())]
+    for model in models.values():
+        assert model.run([model.prepare(f) for f in frames]) == model.predict(frames)
+    scorer = ImageScorer(models, VERSIONS)
+    request = ImageRequest(frames, ("nsfw", "weapon", "violence"))
+    assert scorer.score_prepared([scorer.prepare(request)]) == scorer.score([request])

@@ -48,7 +48,7 @@ def test_an_upload_is_decoded_then_scored_with_its_categories():
         return ImageScores(categories={"nsfw": 0.1, "weapon": 0.2}, safe=0.9, model_version="v")
 
     upload = ImageUpload(data=png_bytes(64, 48), max_pixels=10_000, categories=("nsfw", "weapon"))
-    scored = asyncio.run(decode_and_score(upload, ImageDecoder(), score))
+    scored = asyncio.run(decode_and_score(upload, ImageDecoder(), lambda request: request, score))
     assert isinstance(scored, ScoredImage) and unwrapped(scored) is scored
     assert (scored.format, scored.width, scored.height) == ("PNG", 64, 48)
     assert (scored.categories, scored.safe, scored.model_version) == ({"nsfw": 0.1, "weapon": 0.2}, 0.9, "v")
@@ -61,4 +61,4 @@ def test_a_refused_upload_is_never_scored():
 
     too_many_pixels = ImageUpload(data=png_bytes(200, 200), max_pixels=10_000, categories=("nsfw",))
     with pytest.raises(ImageTooLarge):
-        asyncio.run(decode_and_score(too_many_pixels, ImageDecoder(), score))
+        asyncio.run(decode_and_score(too_many_pixels, ImageDecoder(), lambda request: request, score))

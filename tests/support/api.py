@@ -55,7 +55,7 @@ class StubBackends:
     decoder: ImageDecoder = field(default_factory=ImageDecoder)
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage:
-        return await decode_and_score(upload, self.decoder, self.score_image)
+        return await decode_and_score(upload, self.decoder, lambda request: request, self.score_image)
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
         self.image_calls.append(request)
