@@ -1,9 +1,9 @@
 """Where one image's time and CPU go: the nsfw image workload's CPU per request by process (bench/cpu.py's table),
 and its wall time in the graph at one client by stage, read from what the service records itself
-(deployments/metrics.py): the ingress's call to ImageModel and the model's batches, between two scrapes of Ray's
-metrics endpoint around that client count's reading.
+(deployments/metrics.py): the ingress's call to ImageModel, the upload's decoding and preparation in the replica, and
+the model's batches, between two scrapes of Ray's metrics endpoint around that client count's reading.
 
-Those two are Prometheus histograms with buckets of 1, 2, 5, 10, 20, 50, 100... ms, and Ray exports a histogram's
+Those are Prometheus histograms with buckets of 1, 2, 3, 5, 7.5, 10, 15, 20, 30... ms, and Ray exports a histogram's
 `_sum` from bucket midpoints: what can be read of a stage is how many were observed and the bucket that holds their
 median. The page shows that bucket, not a figure made up from it.
 """
@@ -19,6 +19,7 @@ from bench.cpu import CpuReading, before_note, cpu_table, shared_note
 
 CALL_METRIC = "ray_moderation_model_call_latency_ms"
 BATCH_METRIC = "ray_moderation_model_batch_latency_ms"
+PREPARE_METRIC = "ray_moderation_image_prepare_latency_ms"
 IMAGE = "image"  # the ingress's call's `target` and the batch's `model` (deployments/handles.py, image_model.py)
 # Ray's processes push their metrics to the endpoint every 10 s by default (RAY_metrics_report_interval_ms).
 PUSH_WAIT_S = 15.0
@@ -42,6 +43,7 @@ class Stages:
     call: Stage  # ingress -> ImageModel.score_upload and back, as the ingress sees it
     batch: Stage  # one batch through the model, in the ImageModel replica
     mean_batch: float | None
+    prepare: Stage | None = None  # decoding and the models' preprocessing, before the batch (a run before it: None)
 
 
 def median_bucket(cumulative: dict[float, float]) -> tuple[float, float] | None:
@@ -65,7 +67,8 @@ def read(before: str, after: str, reading: CpuReading) -> Stages:
     sizes = service.batch_sizes(before, after).get(IMAGE)
     return Stages(reading.clients, reading.requests, reading.p50_s,
                   stage_between(before, after, CALL_METRIC, "target", {"outcome": "ok"}),
-                  stage_between(before, after, BATCH_METRIC, "model"), sizes[0] if sizes else None)
+                  stage_between(before, after, BATCH_METRIC, "model"), sizes[0] if sizes else None,
+                  stage_between(before, after, PREPARE_METRIC, "model"))
 
 
 def scrape_when_pushed(url: str, before: str, calls: int, max_s: float = PUSH_WAIT_S, poll_s: float = 1.0) -> str:
@@ -96,9 +99,12 @@ def stage_table(stages: Stages, decode_s: float) -> list[str]:
         "|---|---|---|---|",
         "| the request as the client sees it (HAProxy, the ingress's HTTP and store work, the call below, the "
         f"decision, the response) | {p50} | {stages.requests} requests | the load generator |",
-        "| the ingress's call to ImageModel.score_upload (Ray hop, decoding, PDQ hash beside the batch wait and the "
-        f"model, hop back) | {_bucket(stages.call)} | {stages.call.count} calls | `{CALL_METRIC}` (target image, "
-        "outcome ok) |",
+        "| the ingress's call to ImageModel.score_upload (Ray hop, decoding and preparing, then the batch with the PDQ "
+        f"hash beside it, hop back) | {_bucket(stages.call)} | {stages.call.count} calls | `{CALL_METRIC}` (target "
+        "image, outcome ok) |",
+        *([f"| decoding the upload and making each model's input, in a decode worker of the replica (its wait for a "
+           f"worker included) | {_bucket(stages.prepare)} | {stages.prepare.count} uploads | `{PREPARE_METRIC}` |"]
+          if getattr(stages, "prepare", None) is not None else []),
         f"| one batch through the model, scoring only ({mean} images a batch on average) | {_bucket(stages.batch)} | "
         f"{stages.batch.count} batches | `{BATCH_METRIC}` (model image) |",
         f"| decoding one bench photo, measured apart before the services start | {decode_s * 1000:.1f} ms | | "
@@ -127,11 +133,12 @@ def section(readings: dict[str, dict[int, CpuReading]], stages: Stages | None, d
         lines += [
             f"### An image's wall time by stage (graph, {stages.clients} client{'s' if stages.clients > 1 else ''})",
             "",
-            f"Over the graph's {stages.clients}-client run of the table above. The two middle rows are the service's "
+            f"Over the graph's {stages.clients}-client run of the table above. The middle rows are the service's "
             "own histograms (deployments/metrics.py) between two scrapes of Ray's metrics endpoint around that run: "
-            "their buckets are 1, 2, 5, 10, 20, 50, 100... ms and Ray exports a histogram's sum from bucket "
-            "midpoints, so a stage's median is shown as the bucket that holds it. A row's time holds those below "
-            "it: the request holds the call, the call holds the image's decoding and its batch.",
+            "their buckets are 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 40, 50, 75, 100... ms and Ray exports a histogram's "
+            "sum from bucket midpoints, so a stage's median is shown as the bucket that holds it. The request holds "
+            "the call; the call holds the upload's decoding and preparation, then its batch (with the PDQ hash in "
+            "another thread beside it) and the hop back.",
             "",
             *stage_table(stages, decode_s),
             "",

@@ -15,7 +15,7 @@ import time
 from ray import serve
 
 from deployments.batching import BatchSettings
-from deployments.metrics import record_batch
+from deployments.metrics import record_batch, record_image_prepared
 from deployments.model_shell import ModelShell
 from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
@@ -45,8 +45,14 @@ class ImageModel(ModelShell):
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage | RefusedImage:
         """Decode and prepare (concurrently with other requests, bounded), then score in a batch with them."""
+        started = time.perf_counter()
+
+        async def scored(image: PreparedImage) -> ImageScores:
+            record_image_prepared(time.perf_counter() - started)
+            return await self._batched(image)
+
         try:
-            return await decode_and_score(upload, self._decoder, self._prepare, self._batched)
+            return await decode_and_score(upload, self._decoder, self._prepare, scored)
         except ImageRefused as refusal:
             return RefusedImage(refusal)
 

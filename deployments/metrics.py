@@ -12,7 +12,8 @@ Recorded only from the Ray shells in `deployments/` (the layers below know no Ra
     policy as the ingress sees it (queueing and the Ray hop included; `deployments/handles.py`);
   - decisions by kind, decision and mode, and each category's own verdict, where they are made (the ingress, or
     the Policy deployment with MODERATION_POLICY_HOP), added to Ray's counters once a second;
-  - the model deployments: the latency of each batch through the model, and batch sizes;
+  - the model deployments: the latency of each batch through the model, batch sizes, the requests left waiting
+    when a batch starts, and an image's decoding and preparation before its batch;
   - the ingress's health check (serve_app/health.py, every few seconds): the store's used memory, its
     limit, and whether it is past the alert threshold (`record_store_memory`; docs/operating.md).
 Queue lengths: Serve's built-ins `ray_serve_deployment_queued_queries` (waiting in a handle for a
@@ -46,8 +47,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("moderation.metrics")
 
-# Milliseconds: from a cached short text (~2 ms) to a long text or a slow batch (seconds).
-LATENCY_BUCKETS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000]
+# Milliseconds: from a cached short text (~2 ms) to a long text or a slow batch (seconds). Fine from 1 to 100 ms,
+# where a request's stages lie (a decode 3-10 ms, a batch of images 15-60 ms), so that a stage's median bucket says
+# something (bench/image_time.py reads them).
+LATENCY_BUCKETS_MS = [1, 2, 3, 5, 7.5, 10, 15, 20, 30, 40, 50, 75, 100, 150, 200, 300, 500, 1000, 2000, 5000, 10000,
+                      30000]
 BATCH_SIZE_BUCKETS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64]
 CLIENT_CLOSED = 499  # as the access log (serve_app/access_log.py): the client hung up
 QUOTA_EXCEEDED = 402  # only quota_exceeded answers 402
@@ -64,6 +68,7 @@ class _Metrics:
     batch_latency: Any
     batch_size: Any
     batch_queue_length: Any
+    image_prepare_latency: Any
     store_used_memory: Any
     store_memory_limit: Any
     store_memory_alert: Any
@@ -131,6 +136,13 @@ def metrics() -> _Metrics:
             description="Requests left waiting for the next batch when a batch starts, in a model deployment.",
             tag_keys=("model",),
         ),
+        image_prepare_latency=Histogram(
+            "moderation_image_prepare_latency_ms",
+            description="An upload decoded and made the models' inputs in an ImageModel replica (the wait for a decode "
+            "worker included), before its batch.",
+            boundaries=LATENCY_BUCKETS_MS,
+            tag_keys=("model",),
+        ),
         store_used_memory=Gauge(
             "moderation_store_used_memory_bytes",
             description="Bytes the store has allocated, as the ingress's health check last read them.",
@@ -155,6 +167,11 @@ def record_batch(model: str, size: int, seconds: float, waiting: int | None = No
     m.batch_latency.observe(seconds * 1000, tags=tags)
     if waiting is not None:
         m.batch_queue_length.set(waiting, tags=tags)
+
+
+@_never_fails
+def record_image_prepared(seconds: float) -> None:
+    metrics().image_prepare_latency.observe(seconds * 1000, tags={"model": "image"})
 
 
 @_never_fails

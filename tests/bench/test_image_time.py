@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from bench.cpu import CpuReading, ProcessCpu
-from bench.image_time import BATCH_METRIC, CALL_METRIC, Stage, Stages, median_bucket, read, section, stage_table
+from bench.image_time import BATCH_METRIC, CALL_METRIC, PREPARE_METRIC, Stage, Stages, median_bucket, read, section, stage_table
 
 BOUNDS = ("1.0", "2.0", "5.0", "10.0", "20.0", "50.0", "100.0", "+Inf")
 
@@ -15,8 +15,10 @@ def _histogram(metric: str, labels: str, cumulative: tuple[int, ...]) -> str:
     return "\n".join(f'{metric}_bucket{{{labels},le="{le}",replica="r1"}} {n}' for le, n in zip(BOUNDS, cumulative))
 
 
-def _scrape(calls: tuple[int, ...], cancelled: tuple[int, ...], batches: tuple[int, ...], sizes: tuple[int, ...]) -> str:
+def _scrape(calls: tuple[int, ...], cancelled: tuple[int, ...], batches: tuple[int, ...], sizes: tuple[int, ...],
+            prepared: tuple[int, ...] = (0,) * 8) -> str:
     return "\n".join([
+        _histogram(PREPARE_METRIC, 'deployment="ImageModel",model="image"', prepared),
         _histogram(CALL_METRIC, 'deployment="ModerationIngress",outcome="ok",target="image"', calls),
         _histogram(CALL_METRIC, 'deployment="ModerationIngress",outcome="cancelled",target="image"', cancelled),
         _histogram(CALL_METRIC, 'deployment="ModerationIngress",outcome="ok",target="text"', (9,) * 8),
@@ -39,11 +41,12 @@ def test_the_stages_are_what_was_observed_between_the_two_scrapes_answered_calls
     # Since: 10 ok calls, 7 of them 20-50 ms, 3 of 50-100; 4 cancelled in 50-100 (not counted); 10 batches of one,
     # 6 of them 10-20 ms.
     after = _scrape(calls=(0, 0, 0, 2, 2, 9, 12, 12), cancelled=(0, 0, 0, 0, 0, 0, 4, 4),
-                    batches=(0, 0, 2, 6, 12, 12, 12, 12), sizes=(12,) * 8)
+                    batches=(0, 0, 2, 6, 12, 12, 12, 12), sizes=(12,) * 8, prepared=(0, 0, 7, 10, 10, 10, 10, 10))
     reading = CpuReading(1, 9, 0, 6.0, p50_s=0.0423)
     stages = read(before, after, reading)
     assert stages.call == Stage(10, (20.0, 50.0))
     assert stages.batch == Stage(10, (10.0, 20.0))
+    assert stages.prepare == Stage(10, (2.0, 5.0))  # 7 of 10 uploads prepared in 2-5 ms
     assert stages.mean_batch == 1.0 and stages.client_p50_s == 0.0423 and stages.requests == 9
 
 
@@ -54,6 +57,9 @@ def test_the_stage_table_shows_buckets_not_figures_made_from_them():
     assert "| 50-100 ms | 97 calls |" in table[3]
     assert "(1.00 images a batch on average) | under 1 ms | 97 batches |" in table[4]
     assert "| 6.5 ms |" in table[5]
+    prepared = stage_table(Stages(1, 95, 0.07, Stage(97, (50.0, 100.0)), Stage(97, (20.0, 30.0)), 2.5,
+                                  Stage(97, (5.0, 7.5))), decode_s=0.0065)
+    assert "| 5-7.5 ms | 97 uploads | `ray_moderation_image_prepare_latency_ms` |" in prepared[4]
     nothing = stage_table(Stages(1, 0, None, Stage(0, None), Stage(0, None), None), decode_s=0.0)
     assert "| none observed | 0 calls |" in nothing[3] and "(unknown images a batch on average)" in nothing[4]
 

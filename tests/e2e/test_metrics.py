@@ -40,6 +40,7 @@ WANTED = {
     "ray_moderation_model_call_latency_ms_count": {"target": "text", "outcome": "ok"},
     "ray_moderation_model_batch_latency_ms_count": {"model": "image", "deployment": "ImageModel"},
     "ray_moderation_model_batch_size_bucket": {"model": "text", "deployment": "TextModel"},
+    "ray_moderation_image_prepare_latency_ms_count": {"model": "image", "deployment": "ImageModel"},
     # Serve's built-ins: queues
     "ray_serve_deployment_queued_queries": {"deployment": "TextModel"},
     "ray_serve_replica_processing_queries": {"deployment": "TextModel"},
