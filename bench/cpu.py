@@ -128,6 +128,7 @@ class CpuReading:
     driver_cpu_s: float = 0.0
     load_average: str = ""
     p50_s: float | None = None  # the answered requests' median latency, as the clients saw it
+    batch_mean: float | None = None  # the model's mean batch over the run, where the benchmark read it (images)
 
     def ms_per_request(self, cpu_s: float) -> float | None:
         return cpu_s / self.requests * 1000 if self.requests else None
@@ -263,6 +264,9 @@ def cpu_table(readings: dict[str, dict[int, CpuReading]]) -> list[str]:
         row("requests answered / seconds", lambda r: f"{r.requests} / {r.seconds:.1f}"
             + (f" ({r.errors} failed)" if r.errors else "")),
         row("req/s", lambda r: f"{r.requests / r.seconds:.1f}" if r.seconds else ""),
+        *([row("the model's mean batch over the run (the service's histogram)",
+               lambda r: f"{r.batch_mean:.2f}" if r.batch_mean is not None else "")]
+          if any(reading.batch_mean is not None for _, reading in columns) else []),
         row("cores busy: service, load generator", lambda r: f"{r.service_cpu_s / r.seconds:.2f}, "
             f"{r.load_cpu_s / r.seconds:.2f}" if r.seconds else ""),
         row("load average (1/5/15 min) at the end", lambda r: r.load_average),

@@ -57,7 +57,8 @@ class Plan:
     hop_calls: int = 40
     metrics_wait_s: float = 6.0  # Ray pushes replica metrics to its endpoint every few seconds
     overload_rounds: int = 3  # back-to-back pairs (peak concurrency, then 64 clients) per workload, graph only
-    cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text and nsfw images
+    cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text
+    image_cpu_clients: tuple[int, ...] = (1, 8, 16)  # the same for nsfw images, each with the batches that formed
     cpu_point_s: float = 6.0
     profile_s: float = 4.0  # cProfile of the plain app's event loop, at the last of cpu_clients
     flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
@@ -266,20 +267,24 @@ def cpu_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan,
 
 def images_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan, plain_pids: set[int],
                       metrics_url: str) -> tuple[dict[str, dict[int, cpu.CpuReading]], image_time.Stages | None]:
-    """cpu_by_process on the nsfw images, and an image's stages over the graph's run at the first client count: Ray's
-    metrics endpoint scraped before it, and after it once the replicas have pushed its calls. The images' metrics of
-    the sweep are on the endpoint by then: the short-text readings ran in between, longer than Ray's push interval."""
-    if not plan.cpu_clients:
-        return {}, None
-    first = plan.cpu_clients[0]
-    before = service.scrape(metrics_url)
-    found = cpu_by_process(graph, plain, workload, replace(plan, cpu_clients=(first,)), plain_pids)
-    reading = found["graph"][first]
-    stages = image_time.read(before, image_time.scrape_when_pushed(metrics_url, before, reading.requests + first),
-                             reading)
-    for name, readings in cpu_by_process(graph, plain, workload, replace(plan, cpu_clients=plan.cpu_clients[1:]),
-                                         plain_pids).items():
-        found[name].update(readings)
+    """cpu_by_process on the nsfw images at each of `plan.image_cpu_clients`, each graph reading with the mean image
+    batch that formed during it, and an image's stages over the graph's run at the first client count: Ray's metrics
+    endpoint scraped before each reading, and after it once the replicas have pushed its calls. The images' metrics
+    of the sweep are on the endpoint by then: the short-text readings ran in between, longer than Ray's push
+    interval."""
+    found: dict[str, dict[int, cpu.CpuReading]] = {"graph": {}, "plain": {}}
+    stages = None
+    for clients in plan.image_cpu_clients:
+        before = service.scrape(metrics_url)
+        readings = cpu_by_process(graph, plain, workload, replace(plan, cpu_clients=(clients,)), plain_pids)
+        reading = readings["graph"][clients]
+        after = image_time.scrape_when_pushed(metrics_url, before, reading.requests + clients)
+        sizes = service.batch_sizes(before, after).get(image_time.IMAGE)
+        readings["graph"][clients] = replace(reading, batch_mean=sizes[0] if sizes else None)
+        if stages is None:
+            stages = image_time.read(before, after, reading)
+        for name, by_clients in readings.items():
+            found[name].update(by_clients)
     return found, stages
 
 

@@ -81,4 +81,8 @@ def test_the_image_section_is_the_cpu_table_titled_for_images_then_the_stages():
     stages_title = "### An image's wall time by stage (graph, 1 client)"
     assert lines.index(stages_title) > lines.index("| ImageModel replicas | 20.00 | 15.00 |  |")
     assert section(readings, None, 0.006, cores=2)[-2].startswith("| load average")
+    assert not any(line.startswith("| the model's mean batch") for line in lines)  # none was read
+    readings["graph"][16].batch_mean = 4.25
+    assert "| the model's mean batch over the run (the service's histogram) |  | 4.25 |  |" in section(
+        readings, None, 0.006, cores=2)
     assert section({}, stages, 0.006, cores=2) == []

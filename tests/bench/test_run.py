@@ -33,7 +33,7 @@ def test_the_cpu_readings_wait_for_starting_replicas_and_give_up_in_time(monkeyp
     assert not service.wait_until_running(max_s=0.05, poll_s=0.01)
 
 
-def test_an_images_stages_are_read_around_the_graphs_first_client_count_only(monkeypatch):
+def test_an_images_stages_are_read_around_the_graphs_first_client_count_only_and_batches_around_each(monkeypatch):
     from bench import cpu, image_time, run, service
     from bench.load import Workload
 
@@ -50,7 +50,8 @@ def test_an_images_stages_are_read_around_the_graphs_first_client_count_only(mon
                         lambda url, before, calls: events.append(f"pushed {calls}") or "")
     graph, plain = (run.Target(url, {"default": [{}]}) for url in ("graph", "plain"))
     image = Workload("image_default", "/v1/moderate", "default", [{}])
-    found, stages = run.images_by_process(graph, plain, image, run.Plan(cpu_clients=(1, 16)), set(), "metrics")
-    assert events == ["scrape", "graph 1", "plain 1", "pushed 11", "graph 16", "plain 16"]  # 10 measured + 1 warm-up
+    found, stages = run.images_by_process(graph, plain, image, run.Plan(image_cpu_clients=(1, 16)), set(), "metrics")
+    # 10 measured + the clients' warm-up requests; the batches of each graph reading are read around it
+    assert events == ["scrape", "graph 1", "plain 1", "pushed 11", "scrape", "graph 16", "plain 16", "pushed 26"]
     assert {name: sorted(readings) for name, readings in found.items()} == {"graph": [1, 16], "plain": [1, 16]}
     assert stages.clients == 1 and stages.client_p50_s == 0.05 and stages.call.count == 0
