@@ -76,3 +76,37 @@ async def test_image_model_one_callers_failure_leaves_the_other_callers_of_its_b
     answers = await _answers([replica._batched(poison), *map(replica._batched, requests)])
     assert isinstance(answers[0], CategoryNotServed) and answers[1:] == [scores] * 3
     assert scorer.calls[0] == 4
+
+
+class RedLevel:
+    """A model whose input is a frame's red level and whose score is that level / 255 (unit test only)."""
+
+    def prepare(self, frame):
+        return frame.getpixel((0, 0))[0]
+
+    def run(self, inputs):
+        return [{"nsfw": level / 255, "safe": 1 - level / 255} for level in inputs]
+
+
+def _png(red: int) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 32), (red, 0, 0)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.anyio
+async def test_an_upload_for_a_category_the_replica_lacks_fails_alone_in_its_decode_worker():
+    from models.image_scoring import ImageScorer
+    from models.image_upload import ImageUpload
+
+    replica = _replica(image_model.ImageModel, ImageScorer({"nsfw": RedLevel()}, {"nsfw": "red-1"}))
+    uploads = [ImageUpload(_png(51), 1_000_000, ("nsfw",)), ImageUpload(_png(0), 1_000_000, ("nsfw", "weapon")),
+               ImageUpload(_png(102), 1_000_000, ("nsfw",))]
+    first, lacking, third = await _answers([replica.score_upload(upload) for upload in uploads])
+    assert isinstance(lacking, ValueError) and "weapon" in str(lacking)
+    assert first.categories == pytest.approx({"nsfw": 0.2}) and third.categories == pytest.approx({"nsfw": 0.4})
+    assert first.model_version == "nsfw=red-1" and first.pdq is not None
