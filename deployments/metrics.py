@@ -92,7 +92,11 @@ def metrics() -> _Metrics:
     """The metric objects of this process (created once, in the replica that first records)."""
     from ray.serve.metrics import Counter, Gauge, Histogram
 
-    return _Metrics(
+    return _Metrics(**_ingress_metrics(Counter, Histogram), **_model_metrics(Gauge, Histogram), **_store_metrics(Gauge))
+
+
+def _ingress_metrics(Counter, Histogram) -> dict[str, Any]:  # noqa: N803 (Ray's metric classes, passed in)
+    return dict(
         requests=Counter(
             "moderation_requests",
             description="HTTP requests answered by the ingress, by route template and status (499: client hung up).",
@@ -119,6 +123,11 @@ def metrics() -> _Metrics:
             description="Each enabled category's own verdict (allow/review/block) in a decision, by profile mode.",
             tag_keys=("kind", "category", "verdict", "mode"),
         ),
+    )
+
+
+def _model_metrics(Gauge, Histogram) -> dict[str, Any]:  # noqa: N803
+    return dict(
         batch_latency=Histogram(
             "moderation_model_batch_latency_ms",
             description="Time of one batch through the model in a model deployment.",
@@ -143,6 +152,11 @@ def metrics() -> _Metrics:
             boundaries=LATENCY_BUCKETS_MS,
             tag_keys=("model",),
         ),
+    )
+
+
+def _store_metrics(Gauge) -> dict[str, Any]:  # noqa: N803
+    return dict(
         store_used_memory=Gauge(
             "moderation_store_used_memory_bytes",
             description="Bytes the store has allocated, as the ingress's health check last read them.",
