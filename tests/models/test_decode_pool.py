@@ -36,82 +36,75 @@ async def wait_until_idle(decoder: ImageDecoder, within_s: float) -> float:
     return time.perf_counter() - started
 
 
-def test_an_image_decodes_through_the_decoder_and_errors_pass_through():
-    async def scenario():
-        decoder = ImageDecoder()
-        try:
-            decoded = await decoder.decode(small_png(), 1_000_000)
-            assert (decoded.width, decoded.height, len(decoded.frames)) == (64, 48, 1)
-            with pytest.raises(InvalidImage):
-                await decoder.decode(b"not an image", 1_000_000)
-            with pytest.raises(ImageTooLarge):
-                await decoder.decode(small_png(), 1_000)
-            assert decoder.in_flight == 0
-        finally:
-            decoder.close()
+def with_decoder(scenario, **limits) -> None:
+    """Runs `await scenario(decoder)` with a decoder of `limits`, closed afterwards whatever happens."""
+    decoder = ImageDecoder(**limits)
+    try:
+        asyncio.run(scenario(decoder))
+    finally:
+        decoder.close()
 
-    asyncio.run(scenario())
+
+def test_an_image_decodes_through_the_decoder_and_errors_pass_through():
+    async def scenario(decoder):
+        decoded = await decoder.decode(small_png(), 1_000_000)
+        assert (decoded.width, decoded.height, len(decoded.frames)) == (64, 48, 1)
+        with pytest.raises(InvalidImage):
+            await decoder.decode(b"not an image", 1_000_000)
+        with pytest.raises(ImageTooLarge):
+            await decoder.decode(small_png(), 1_000)
+        assert decoder.in_flight == 0
+
+    with_decoder(scenario)
 
 
 def test_the_work_after_decoding_runs_in_the_decode_worker_and_holds_its_place_until_done():
-    async def scenario():
-        decoder = ImageDecoder(workers=1, max_waiting=0, deadline_s=30)
+    async def scenario(decoder):
         seen: list[tuple[str, int]] = []
 
         def prepare(image):
             seen.append((threading.current_thread().name, decoder.in_flight))
             return image.width * image.height
 
-        try:
-            image, prepared = await decoder.decode_then(small_png(), 1_000_000, prepare)
-            assert prepared == 64 * 48 and image.width == 64
-            ((thread, in_flight),) = seen
-            assert thread.startswith("image-decode") and in_flight == 1  # the worker's place is held meanwhile
-            with pytest.raises(ValueError):  # the work's own error reaches the caller, and the place is given back
-                await decoder.decode_then(small_png(), 1_000_000, lambda image: int("not a number"))
-            assert decoder.in_flight == 0
-        finally:
-            decoder.close()
+        image, prepared = await decoder.decode_then(small_png(), 1_000_000, prepare)
+        assert prepared == 64 * 48 and image.width == 64
+        ((thread, in_flight),) = seen
+        assert thread.startswith("image-decode") and in_flight == 1  # the worker's place is held meanwhile
+        with pytest.raises(ValueError):  # the work's own error reaches the caller, and the place is given back
+            await decoder.decode_then(small_png(), 1_000_000, lambda image: int("not a number"))
+        assert decoder.in_flight == 0
 
-    asyncio.run(scenario())
+    with_decoder(scenario, workers=1, max_waiting=0, deadline_s=30)
 
 
 def test_a_full_decoder_answers_busy_at_once_and_recovers():
-    async def scenario():
-        decoder = ImageDecoder(workers=1, max_waiting=0, deadline_s=30)
-        try:
-            slow = asyncio.create_task(decoder.decode(slow_gif(), SLOW_MAX_PIXELS))
-            await asyncio.sleep(0)  # the slow decode is admitted
-            started = time.perf_counter()
-            with pytest.raises(DecodeBusy) as raised:
-                await decoder.decode(small_png(), 1_000_000)
-            assert time.perf_counter() - started < 0.1
-            assert raised.value.retry_after_s >= 1
-            assert len((await slow).frames) == 1
-            assert len((await decoder.decode(small_png(), 1_000_000)).frames) == 1
-        finally:
-            decoder.close()
+    async def scenario(decoder):
+        slow = asyncio.create_task(decoder.decode(slow_gif(), SLOW_MAX_PIXELS))
+        await asyncio.sleep(0)  # the slow decode is admitted
+        started = time.perf_counter()
+        with pytest.raises(DecodeBusy) as raised:
+            await decoder.decode(small_png(), 1_000_000)
+        assert time.perf_counter() - started < 0.1
+        assert raised.value.retry_after_s >= 1
+        assert len((await slow).frames) == 1
+        assert len((await decoder.decode(small_png(), 1_000_000)).frames) == 1
 
-    asyncio.run(scenario())
+    with_decoder(scenario, workers=1, max_waiting=0, deadline_s=30)
 
 
 def test_the_deadline_answers_the_caller_in_time_and_the_worker_is_freed_soon_after():
-    async def scenario():
-        decoder = ImageDecoder(workers=1, max_waiting=1, deadline_s=0.05)
-        try:
-            started = time.perf_counter()
-            running = asyncio.create_task(decoder.decode(slow_gif(), SLOW_MAX_PIXELS))
-            queued = asyncio.create_task(decoder.decode(small_png(), 1_000_000))
-            results = await asyncio.gather(running, queued, return_exceptions=True)
-            answered_s = time.perf_counter() - started
-            assert [type(result) for result in results] == [DecodeTimeout, DecodeBusy]  # queued: cancelled, never ran
-            assert answered_s < 1.0
-            assert await wait_until_idle(decoder, within_s=5) < 5  # the running decode ends by itself
-            assert decoder.in_flight == 0
-        finally:
-            decoder.close()
+    async def scenario(decoder):
+        started = time.perf_counter()
+        running = asyncio.create_task(decoder.decode(slow_gif(), SLOW_MAX_PIXELS))
+        queued = asyncio.create_task(decoder.decode(small_png(), 1_000_000))
+        results = await asyncio.gather(running, queued, return_exceptions=True)
+        answered_s = time.perf_counter() - started
+        assert [type(result) for result in results] == [DecodeTimeout, DecodeBusy]  # queued: cancelled, never ran
+        assert answered_s < 1.0
+        assert await wait_until_idle(decoder, within_s=5) < 5  # the running decode ends by itself
+        assert decoder.in_flight == 0
 
-    asyncio.run(scenario())
+    with_decoder(scenario, workers=1, max_waiting=1, deadline_s=0.05)
 
 
 @pytest.mark.parametrize("arguments", [{"workers": 0}, {"max_waiting": -1}, {"deadline_s": 0}])
