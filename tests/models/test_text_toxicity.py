@@ -151,7 +151,10 @@ def _served_text_version() -> str:
     config = yaml.safe_load((REPO_ROOT / "serve_config.yaml").read_text(encoding="utf-8"))
     deployments = [d for app in config["applications"] for d in app.get("deployments", [])]
     (text_model,) = [d for d in deployments if d["name"] == "TextModel"]
-    return text_model["user_config"]["models"]["text.toxic"]
+    # The default is the text cascade, whose first stage is this model (models/text_cascade.py).
+    from models.registry import find_entry, first_stage_alone
+
+    return first_stage_alone(find_entry("text.toxic", text_model["user_config"]["models"]["text.toxic"])).version
 
 
 def test_served_version_is_the_committed_evaluated_and_thresholded_model(model):

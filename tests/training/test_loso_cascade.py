@@ -1,0 +1,131 @@
+"""The cascade's figures (training/loso_cascade.py, training/eval_cascade.py) on small synthetic arrays: the
+quantile map onto the first stage's scale, the band's choice of texts, and the one-pass nesting of the shares;
+without the data, the model or the Gemma weights."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from models.text_cascade import CascadeBand
+from models.text_gemma_blend import GemmaBlend
+from training import eval_cascade, loso, loso_cascade
+from training.metrics import roc_auc
+from training.text_data import Comment
+
+
+def test_the_map_sends_each_quantile_of_the_blend_to_the_served_scores_and_keeps_the_order_beyond():
+    rng = np.random.default_rng(0)
+    blend, served = rng.normal(3.0, 2.0, 5000), rng.normal(-4.0, 0.5, 5000)
+    knots = loso_cascade.quantile_knots(blend, served)
+    mapped = loso_cascade.quantile_map(blend, *knots)
+    for q in (0.1, 0.5, 0.9):  # the mapped blend is distributed as the served scores
+        assert np.quantile(mapped, q) == pytest.approx(np.quantile(served, q), abs=0.02)
+    order = np.argsort(blend)
+    assert (np.diff(mapped[order]) >= 0).all()
+    above, below = knots[0][-1] + np.array([1.0, 2.5]), knots[0][0] - np.array([1.0, 2.5])
+    assert loso_cascade.quantile_map(above, *knots) == pytest.approx(knots[1][-1] + np.array([1.0, 2.5]))
+    assert loso_cascade.quantile_map(below, *knots) == pytest.approx(knots[1][0] - np.array([1.0, 2.5]))
+
+
+def test_the_map_is_the_served_blends_at_its_knots_and_beyond_them():
+    """GemmaBlend.toxic with its mix made the identity on logit(usem3): the same map in probability space."""
+    knots_from, knots_to = np.array([-2.0, -1.0, 0.5, 2.0]), np.array([-5.0, -3.0, -2.5, -1.0])
+    blend = GemmaBlend(np.zeros(768), 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, knots_from, 1 / (1 + np.exp(-knots_to)), 8, "x")
+    mixed = np.array([-4.0, -2.0, -1.0, 0.5, 2.0, 3.5])
+    served = blend.toxic(1 / (1 + np.exp(-mixed)), np.zeros((len(mixed), 768)))
+    ours = loso_cascade.quantile_map(mixed, knots_from, knots_to)
+    assert ours == pytest.approx(np.log(served / (1 - served)), abs=1e-4)
+
+
+def test_the_band_sends_on_the_share_of_reference_texts_nearest_even_odds():
+    rng = np.random.default_rng(1)
+    reference = rng.normal(0.0, 3.0, 20000)
+    band = loso_cascade.band_of(reference)
+    for share in (0.1, 0.3, 0.5):
+        sent = loso_cascade.in_band(reference, band, share)
+        assert sent.mean() == pytest.approx(share, abs=0.01)
+        assert np.abs(reference[sent]).max() <= np.abs(reference[~sent]).min()  # the nearest to 0, not any
+    assert not loso_cascade.in_band(reference, band, 0.0).any()
+    assert loso_cascade.in_band(reference, band, 1.0).all()
+
+
+def test_the_cascade_takes_the_second_score_inside_the_band_only():
+    band = CascadeBand(np.linspace(0.0, 10.0, 101), "test")  # |logit| quantiles: the s-quantile is 10 s
+    served = np.array([-8.0, -2.5, 0.5, 3.5, 9.0])
+    second = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    scores, sent = loso_cascade.cascade_scores(served, second, band, 0.3)
+    assert sent.tolist() == [False, True, True, False, False]
+    assert scores.tolist() == [-8.0, 2.0, 3.0, 3.5, 9.0]
+    assert loso_cascade.cascade_scores(served, second, band, 0.0)[0].tolist() == served.tolist()
+    assert loso_cascade.cascade_scores(served, second, band, 1.0)[0].tolist() == second.tolist()
+
+
+def _comments(datasets=("s1", "s2", "s3"), per_dataset=300):
+    return [Comment(f"text {source} {i}", i % 2, "en", source) for source in datasets for i in range(per_dataset)]
+
+
+def _features(comments, strength: float, seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(len(comments), 4)).astype(np.float32)
+    x[:, 0] += strength * np.array([c.label for c in comments], dtype=np.float32)
+    return x
+
+
+def test_leave_each_out_runs_from_the_served_encoder_to_the_blend():
+    comments = _comments()
+    train = [c for c in comments if c.split == "train"]
+    scored = [c for c in comments if c.split != "train"]
+    owner = np.arange(len(scored))
+    features = {"served": (_features(train, 1.0, 1), _features(scored, 1.0, 2)),
+                "gemma": (_features(train, 3.0, 3), _features(scored, 3.0, 4))}
+    held = loso_cascade.leave_each_out(train, scored, owner, ["en"] * len(scored), features, 0.6)
+    labels = np.array([c.label for c in scored])
+    sent = [held["sent"][share].mean() for share in loso_cascade.SHARES]
+    assert sent[0] == 0.0 and sent[-1] == 1.0 and (np.diff(sent) >= 0).all()
+    assert np.array_equal(held[0.0]["score"], held["served"]["score"])
+    for source in ("s1", "s2", "s3"):  # share 1: the blend on the served scale, ranking each left-out set as it does
+        mine = np.array([c.source == source for c in scored])
+        blend = roc_auc(labels[mine], held["blend"]["score"][mine])
+        assert roc_auc(labels[mine], held[1.0]["score"][mine]) == pytest.approx(blend, abs=1e-3)
+        assert blend > roc_auc(labels[mine], held["served"]["score"][mine]) + 0.05
+    figures = loso_cascade.summarise(scored, held)
+    assert figures["shares"]["0.0"]["macro_languages"] < figures["shares"]["1.0"]["macro_languages"]
+    assert figures["shares"]["1.0"]["target"]["met"] and not figures["shares"]["0.0"]["target"]["met"]
+    json.dumps(figures)  # what the report stores
+
+
+def test_the_target_is_per_language_and_macro_against_the_blend():
+    blend = {"languages": {"de": {"auc": 0.80}, "en": {"auc": 0.90}}, "macro_languages": 0.85}
+    near = {"languages": {"de": {"auc": 0.795}, "en": {"auc": 0.898}}, "macro_languages": 0.8465}
+    one_short = {"languages": {"de": {"auc": 0.785}, "en": {"auc": 0.915}}, "macro_languages": 0.85}
+    assert loso_cascade.meets_target(near, blend)["met"]
+    result = loso_cascade.meets_target(one_short, blend)
+    assert not result["met"] and result["worst_language"] == "de"
+
+
+def test_one_pass_shares_are_nested_and_must_match_the_largest_shares_first_stage():
+    band = CascadeBand(np.linspace(0.0, 10.0, 101), "test")
+    toxic = 1 / (1 + np.exp(-np.array([-9.0, -4.0, -1.5, 0.2, 2.5, 6.0])))
+    has_windows = np.array([True, True, True, True, True, False])  # the last: a blank text, never sent on
+    membership = eval_cascade.in_band_by_share(toxic, has_windows, band, shares=(0.0, 0.3, 0.5, 1.0))
+    assert membership[0.0].tolist() == [False] * 6
+    assert membership[0.3].tolist() == [False, False, True, True, True, False]
+    assert membership[0.5].tolist() == [False, True, True, True, True, False]
+    assert membership[1.0].tolist() == has_windows.tolist()
+    with pytest.raises(AssertionError):  # the largest share's first stage sent on a text outside its band
+        eval_cascade.in_band_by_share(toxic, has_windows, band, shares=(0.3, 0.5))
+    served = eval_cascade.cascade_toxic(toxic, np.full(6, 0.5), membership[0.3])
+    assert served.tolist() == [toxic[0], toxic[1], 0.5, 0.5, 0.5, toxic[5]]
+
+
+def test_the_committed_cascade_figures_are_in_the_model_card():
+    stored = json.loads(loso.REPORT.read_text(encoding="utf-8")).get("cascade")
+    card = (loso.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
+    if stored is None:
+        return
+    assert "### Cascade" in card
+    for share in ("0.1", "0.3"):
+        assert f"{stored['shares'][share]['macro_languages']:.3f}" in card

