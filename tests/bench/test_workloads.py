@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from support.api import Api, StubBackends, public_and_admin
 
 from bench import service
-from bench.inputs import PHONE_PHOTO_MB, TEXTS, phone_jpegs, photo_jpegs
+from bench.inputs import PHONE_PHOTO_MB, SURE_TEXTS, TEXTS, phone_jpegs, photo_jpegs
 from serve_app.services import Services
 
 
@@ -23,6 +23,7 @@ def api(redis_url: str):
 
 @pytest.mark.parametrize("workload", [
     service.text_workload("text", list(TEXTS)),
+    service.text_workload("text_sure", list(SURE_TEXTS)),
     service.batch_text_workload("batch_text", list(TEXTS)),
     service.image_workload("image_default", "default", photo_jpegs()[:1]),
     service.image_workload("image_phone", "default", phone_jpegs()),

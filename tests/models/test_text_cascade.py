@@ -229,3 +229,19 @@ def test_the_cascade_at_share_100_is_the_opt_in_blend_and_its_versions_match_the
     cascaded = [a.toxic for a in second.score(items[:-1])]
     blend = GemmaBlendTextModel.load().predict(texts[:-1])
     assert np.allclose(cascaded, [b["toxic"] for b in blend], atol=1e-6)
+
+
+@pytest.mark.skipif(not embeddinggemma.available(), reason=GEMMA_MISSING)
+def test_a_texts_second_stage_score_does_not_depend_on_the_texts_batched_with_it():
+    """The int8 export quantises activations per session run: batched, a text scored differently from alone (by up
+    to 0.06 here), so another caller's texts would move this caller's score. Each window now runs alone."""
+    from models.registry import load_model, read_registry
+
+    (stage_entry,) = [e for e in read_registry() if e.loader == "gemma_second_stage"]
+    second = load_model(stage_entry)
+    mine = SecondStageItem(("such a loser move",), (0.5,), "en")
+    others = [SecondStageItem(("Honestly this thread is a mess and the moderators asked twice already " * 3,), (0.4,),
+                              "en"), SecondStageItem(("go to hell",), (0.7,), "en")]
+    alone = second.score([mine])[0].toxic
+    assert second.score([mine, *others])[0].toxic == pytest.approx(alone, abs=1e-9)
+    assert second.score([*others, mine])[2].toxic == pytest.approx(alone, abs=1e-9)

