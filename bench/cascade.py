@@ -114,14 +114,15 @@ class RouteWatch:
                  sleep: Callable[[float], None] = time.sleep):
         self.url, self.clients, self.wait_s, self.poll_s = url, clients, wait_s, poll_s
         self._scrape, self._clock, self._sleep = scrape, clock, sleep
-        self.sent = 0.0  # texts the graph answered so far (the points' answered requests; a lower bound)
+        self.sent = 0.0  # texts the graph answered so far (2xx, warm-ups included: failed requests may add a few)
         self.found: dict[str, CascadeObservation] = {}
         self.no_metrics = False  # the endpoint never showed a route: the watch stops waiting
         self._open: dict[str, dict[str, str]] = {}
         self._late = False
 
     def count(self, workload: Workload, point: Point) -> None:
-        self.sent += point.requests * texts_per_request(workload)
+        """Adds the texts of `point`'s answered requests, its clients' warm-ups included (served, and routed)."""
+        self.sent += (point.requests + getattr(point, "warmed", 0)) * texts_per_request(workload)
 
     def before_point(self, name: str, workload: Workload, clients: int, first: bool) -> None:
         if not texts_per_request(workload) or self.no_metrics or not (first or clients == self.clients):
@@ -226,6 +227,11 @@ def text_workloads(results) -> list[str]:
     """The text workloads of the run's graph (one or more texts per request), in the order measured."""
     return [name for name in results.columns["graph"].points
             if name.startswith("text") or name == "batch_text"]
+
+
+def cascade_column(results):
+    """The usem3-alone graph's column, when the run measured it."""
+    return results.columns.get(LEVER)
 
 
 def observations(results) -> dict[str, CascadeObservation]:
@@ -351,6 +357,10 @@ def section(results, labels: dict[str, str]) -> list[str]:
     """The `## Text cascade` section of docs/benchmarks.md (none when the run measured no text workload)."""
     if not text_workloads(results):
         return []
+    if not observations(results) and cascade_column(results) is None:
+        return ["## Text cascade", "", "This run measured neither the cascade's routes nor a graph serving usem3 alone "
+                f"(a run from before the cascade, or one without the `{LEVER}` lever): "
+                + " ".join(status_lines(results)), ""]
     plan = results.plan
     lever_clients = ", ".join(map(str, getattr(plan, "lever_concurrency", ()))) or "-"
     return [

