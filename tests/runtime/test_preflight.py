@@ -129,3 +129,12 @@ def test_make_serve_stops_in_one_line_when_the_transport_is_too_small(tmp_path):
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"Not starting: {REPLICA_MESSAGE_CAP_VARIABLE}=1048576 is below")
+
+
+def test_the_text_cascade_without_embeddinggemma_refuses_to_start_and_names_both_ways_out():
+    from runtime.preflight import check_text_cascade
+
+    with pytest.raises(StartRefused, match=r"make gemma.*MODERATION_TEXT_CASCADE=false"):
+        check_text_cascade(Settings(text_cascade=True), gemma_ready=False)
+    check_text_cascade(Settings(text_cascade=True), gemma_ready=True)
+    check_text_cascade(Settings(text_cascade=False), gemma_ready=False)
