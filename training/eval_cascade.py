@@ -40,7 +40,8 @@ from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel  # noqa: E40
 from training.metrics import roc_auc  # noqa: E402
 
 REPORT = DEFAULT_WEIGHTS.with_name("cascade-report.json")
-SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)
+SCORES_KEPT = DEFAULT_WEIGHTS.parents[3] / ".data" / "cascade-eval-scores.npz"  # git-ignored
+SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)  # 0.7: the served default
 FIRST_STAGE_BATCH = 256
 SECOND_STAGE_BATCH = 16  # items per SecondStage.score call while scoring the test split
 COST_BATCHES = (1, 4, 8, 16)
@@ -147,6 +148,9 @@ def quality(workers: int) -> dict:
     second = np.full(len(texts), np.nan)
     second[sent_largest] = second_stage_toxic(items, workers)
     second_seconds = time.time() - started_second
+    SCORES_KEPT.parent.mkdir(parents=True, exist_ok=True)  # per text, so that another share needs no Gemma
+    np.savez(SCORES_KEPT, first_toxic=first_toxic, second_toxic=second, sent_at_largest=sent_largest,
+             labels=labels, langs=langs)
     shares = {}
     for share in SHARES:
         toxic = cascade_toxic(first_toxic, second, membership[share])
