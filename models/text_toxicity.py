@@ -37,6 +37,7 @@ import numpy as np
 
 from models import language_id
 from models.text_calibration import LanguageCalibration
+from models.text_scoring import TOXIC, TextEvidence
 from models.text_side_heads import SIDE_HEADS_FILE, SideHeads
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "text"
@@ -137,6 +138,40 @@ class TextToxicityModel:
         if not self.calibration.languages:
             return raw
         return [self.calibration.apply(language_id.language_of(text), scores) for text, scores in zip(texts, raw)]
+
+    def predict_with_evidence(self, texts: list[str]) -> list[tuple[dict[str, float], None, TextEvidence | None]]:
+        """`predict`, with each text's evidence (the embedding of its most toxic window, its language) for the
+        account's labels and correction; no second stage (the middle element, as a cascade's first stage has)."""
+        windows_per_text, embeddings, window_scores = self.windowed(texts)
+        raw = self.worst_per_text(window_scores, windows_per_text)
+        out = []
+        for scores, evidence in zip(raw, self.evidence_of(texts, windows_per_text, embeddings, window_scores)):
+            language = evidence.language if evidence else None
+            calibrated = self.calibration.apply(language, scores) if self.calibration.languages else scores
+            out.append((calibrated, None, evidence))
+        return out
+
+    def windowed(self, texts: list[str]) -> tuple[list[list[str]], np.ndarray, np.ndarray]:
+        """Each text's windows, every window's embedding and scores (rows in the windows' order)."""
+        windows_per_text = [split_windows(text, self.window_chars) for text in texts]
+        embeddings = self.embed_windows([window for windows in windows_per_text for window in windows])
+        return windows_per_text, embeddings, self.score_embeddings(embeddings)
+
+    def evidence_of(self, texts: list[str], windows_per_text: list[list[str]], embeddings: np.ndarray,
+                    window_scores: np.ndarray) -> list[TextEvidence | None]:
+        """Per text, the embedding of the window with the highest raw toxic score and the detected language (None
+        for a blank text)."""
+        column, out, start = self.categories.index(TOXIC), [], 0
+        for text, windows in zip(texts, windows_per_text):
+            rows = slice(start, start + len(windows))
+            start += len(windows)
+            if not windows:
+                out.append(None)
+                continue
+            worst = rows.start + int(np.argmax(window_scores[rows, column]))
+            language = language_id.language_of(text) if self.calibration.languages else None
+            out.append(TextEvidence(embeddings[worst].astype(np.float16), language))
+        return out
 
     def predict_raw(self, texts: list[str]) -> list[dict[str, float]]:
         """Per text, the worst window's score per category, before calibration (training fits on these)."""

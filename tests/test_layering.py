@@ -1,7 +1,7 @@
 """The import layering of the top-level packages, so that it cannot silently rot.
 
 Lower layers never import higher ones: `models` (the models) and `policy` (the rules: decisions, types, names) know
-nothing of the service; `webhooks` (what a delivery is, how it is signed and sent, which URLs may be called) knows
+nothing of the service, nor does `adaptation` (each account's labels, correction and backtest: numpy only); `webhooks` (what a delivery is, how it is signed and sent, which URLs may be called) knows
 no store; `store` (everything kept in Redis) builds on the rules; `moderation` (the flow) knows no HTTP and no Ray;
 `serve_app` (the public HTTP app) knows no Ray and no process code; `admin` (the admin API) and `dashboard` (the
 people's pages) sit side by side on it, and neither imports the other; `runtime` (settings, runner, embedded store,
@@ -18,19 +18,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-_BELOW_HTTP = {"moderation", "store", "webhooks", "models", "policy"}
+_BELOW_HTTP = {"moderation", "store", "webhooks", "models", "policy", "adaptation"}
 ALLOWED: dict[str, set[str]] = {
     "models": set(),
     "policy": set(),
+    "adaptation": set(),
     "webhooks": set(),
-    "store": {"policy", "webhooks"},
-    "moderation": {"models", "policy", "store"},
+    "store": {"policy", "webhooks", "adaptation"},
+    "moderation": {"models", "policy", "store", "adaptation"},
     "serve_app": _BELOW_HTTP,
     "admin": {"serve_app"} | _BELOW_HTTP,
     "dashboard": {"serve_app"} | _BELOW_HTTP,
     "runtime": {"admin", "dashboard", "serve_app"} | _BELOW_HTTP,
     "deployments": {"runtime", "admin", "dashboard", "serve_app"} | _BELOW_HTTP,
-    "training": {"models"},
+    "training": {"models", "adaptation"},
     "bench": {"runtime", "admin", "dashboard", "serve_app"} | _BELOW_HTTP,
 }
 # Third-party frameworks that only some layers may use.

@@ -1,0 +1,128 @@
+"""A profile's thresholds replayed on an account's labels: estimated recall and benign-flagged share at its review
+and block thresholds, and the thresholds that would meet a target benign-flagged share.
+
+The labels are a sample of the account's traffic, not the traffic: every flagged text is seen (rate 1), allowed
+texts are audited at a known rate. Weighting each label by 1/rate (Horvitz-Thompson) turns them back into an
+estimate of the traffic: an audited fine text at rate 0.1 stands for ten allowed fine texts.
+
+Reports are left out of the estimate whenever the account has audit labels: the audits already estimate the misses
+among allowed texts (weighted up), and a reported miss counted beside them would be counted twice. Without any
+audit, the reports (weight 1 each) are the only view of the misses; recall is then an upper bound (unreported
+misses are unknown) and is said to be so by `reports_used`.
+
+`scores[i]` is the probability that label i's text would be served now (corrected or not: the caller decides).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+from adaptation.labels import Label
+
+CURVE = tuple(round(0.01 * i, 2) for i in range(1, 100))
+BLOCK_SHARE = 0.1  # the suggested block threshold flags at most a tenth of the review target's benign share
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    threshold: float
+    recall: float | None  # estimated share of the harmful traffic at or above the threshold (None: no harmful label)
+    benign_flagged: float | None  # estimated share of the fine traffic at or above it (None: no fine label)
+
+
+@dataclass(frozen=True)
+class Backtest:
+    labels: int  # all labels given, reports included
+    harmful: int  # among the labels the estimate uses
+    fine: int
+    by_seen: dict[str, int]  # all labels given, by how they were seen
+    target_benign_flagged: float
+    review: OperatingPoint | None
+    block: OperatingPoint | None
+    suggested_thresholds: dict[str, float] | None  # {"review": ..., "block": ...}
+    suggested_review: OperatingPoint | None
+    curve: list[OperatingPoint]
+    reason: str | None  # why (some of) it cannot be estimated
+    reports_used: bool = False  # no audit labels: reports stand in for the misses (recall is then optimistic)
+
+    def document(self) -> dict:
+        return _rounded(asdict(self))
+
+
+def backtest(scores: np.ndarray, labels: Sequence[Label], *, review: float, block: float,
+             target_benign_flagged: float = 0.10) -> Backtest:
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if len(scores) != len(labels):
+        raise ValueError(f"{len(scores)} scores for {len(labels)} labels")
+    by_seen: dict[str, int] = {}
+    for label in labels:
+        by_seen[label.seen] = by_seen.get(label.seen, 0) + 1
+    reports_used = not by_seen.get("audit")
+    kinds = ("flagged", "audit", "report") if reports_used else ("flagged", "audit")
+    used = np.array([label.seen in kinds for label in labels], dtype=bool)
+    s = scores[used]
+    y = np.array([label.harmful for label in labels], dtype=bool)[used]
+    w = np.array([label.weight for label in labels], dtype=np.float64)[used]
+    harmful, fine = int(y.sum()), int((~y).sum())
+    empty = dict(labels=len(labels), harmful=harmful, fine=fine, by_seen=by_seen,
+                 target_benign_flagged=target_benign_flagged, reports_used=bool(reports_used and used.any()))
+    if not used.any():
+        return Backtest(**empty, review=None, block=None, suggested_thresholds=None, suggested_review=None, curve=[],
+                        reason="No labels yet: nothing to estimate.")
+    point = _estimator(s, y, w)
+    reason = None
+    suggested = suggested_point = None
+    if fine == 0:
+        reason = "No fine labels: the benign-flagged share cannot be estimated, so no thresholds are suggested."
+    else:
+        candidates = _candidates(s)
+        low = _lowest(candidates, s, y, w, target_benign_flagged, 0.0)
+        high = _lowest(candidates, s, y, w, target_benign_flagged * BLOCK_SHARE, low)
+        suggested, suggested_point = {"review": low, "block": high}, point(low)
+        if harmful == 0:
+            reason = "No harmful labels: recall cannot be estimated."
+    return Backtest(**empty, review=point(review), block=point(block), suggested_thresholds=suggested,
+                    suggested_review=suggested_point, curve=[point(t) for t in CURVE], reason=reason)
+
+
+def _estimator(s: np.ndarray, y: np.ndarray, w: np.ndarray):
+    total_harmful, total_fine = w[y].sum(), w[~y].sum()
+
+    def point(threshold: float) -> OperatingPoint:
+        above = s >= threshold
+        recall = float(w[y & above].sum() / total_harmful) if total_harmful > 0 else None
+        benign = float(w[~y & above].sum() / total_fine) if total_fine > 0 else None
+        return OperatingPoint(float(threshold), recall, benign)
+
+    return point
+
+
+def _candidates(s: np.ndarray) -> np.ndarray:
+    """The labels' distinct scores rounded up to 4 decimals (rounding up never flags a label the exact score would
+    not), and the next 4-decimal step above them all (flags no label), within [0, 1]."""
+    up = np.ceil(np.unique(s) * 1e4 - 1e-9) / 1e4
+    return np.unique(np.clip(np.r_[up, up.max() + 1e-4], 0.0, 1.0))
+
+
+def _lowest(candidates: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray, target: float, floor: float) -> float:
+    """The lowest candidate >= floor whose estimated benign-flagged share is at most target (1.0 if none is)."""
+    order = np.argsort(s[~y], kind="mergesort")
+    fine_scores, fine_weights = s[~y][order], w[~y][order]
+    below = np.r_[0.0, np.cumsum(fine_weights)]  # fine weight strictly below each candidate, via searchsorted
+    share = 1.0 - below[np.searchsorted(fine_scores, candidates, side="left")] / fine_weights.sum()
+    meeting = np.where((candidates >= floor) & (share <= target + 1e-12))[0]
+    return round(float(candidates[meeting[0]]), 4) if len(meeting) else 1.0
+
+
+def _rounded(value):
+    if isinstance(value, float):
+        return round(value, 4) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value

@@ -1,0 +1,225 @@
+"""An account's correction of the served text score, and the check that lets it go live.
+
+corrected logit = served calibrated logit + w . embedding + b
+
+The served score stays the base (a fixed offset with coefficient 1): the correction only learns what this site's
+moderators see differently, so with few labels it stays close to the served model instead of relearning it. w is
+L2-regularised towards 0 (b is not: a site may simply be stricter or laxer overall). Each label is weighted by the
+inverse of its sampling rate, normalised to mean 1, so that the random audits of allowed texts stand for all the
+texts they were drawn from: fitted on queue decisions alone, a head learns the model's own flags, not the site's line.
+
+It goes live only when it beats the served score out of sample on the account's own audited labels (flagged and
+audit rows, weighted): k-fold cross-validation, every kind of label in the training folds, the held-out flagged and
+audit labels scored by the fold's correction and by the served score, weighted ROC AUC of both over all folds'
+held-out labels pooled (one AUC over the pooled out-of-fold scores rather than the mean of per-fold AUCs: with 10
+harmful audited labels a fold holds two, and a per-fold AUC is mostly noise). Reports are never held out for the
+check: they are only ever harmful, so they say nothing about ranking against the fine texts of the same traffic.
+
+The default `L2` and the feature scaling were chosen by `python -m training.eval_site` (each dataset a site left
+out of training); its module docstring gives the values tried and what they gave.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import struct
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from adaptation.labels import Label, logit
+
+L2 = 30.0  # in units of one average-weighted label; see training/eval_site.py
+# Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise: with 10 harmful
+# and 10 fine labels an AUC's standard error is already about 0.07 (Hanley-McNeil at AUC 0.8).
+MIN_AUDITED_PER_CLASS = 10
+_NEWTON_STEPS, _TOLERANCE = 30, 1e-6
+
+
+@dataclass(frozen=True)
+class Correction:
+    weights: np.ndarray  # float32 (dim,), over the raw served embedding (any scaling is folded in)
+    bias: float
+    version: str
+
+    @classmethod
+    def build(cls, weights: np.ndarray, bias: float) -> "Correction":
+        weights = np.ascontiguousarray(weights, dtype=np.float32)
+        return cls(weights, float(bias), _version(weights, float(bias)))
+
+    @property
+    def dim(self) -> int:
+        return int(self.weights.shape[0])
+
+    def logit(self, served_logit: float, embedding: np.ndarray) -> float:
+        return float(served_logit) + float(np.dot(self.weights, embedding)) + self.bias
+
+    def score(self, served_score: float, embedding: np.ndarray) -> float:
+        """The served calibrated probability in, the corrected probability out."""
+        z = self.logit(logit(served_score), embedding)
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def document(self) -> dict:
+        # the bias unrounded: the version is recomputed from it when the document is read back
+        return {"version": self.version, "bias": self.bias, "dim": self.dim,
+                "weights": base64.b64encode(self.weights.astype("<f4").tobytes()).decode("ascii")}
+
+    @classmethod
+    def from_document(cls, document: dict) -> "Correction":
+        try:
+            dim, bias = int(document["dim"]), float(document["bias"])
+            raw = base64.b64decode(document["weights"], validate=True)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not a correction document: {error}") from None
+        if dim <= 0 or len(raw) != 4 * dim:
+            raise ValueError(f"a correction of dim {dim} has {4 * dim} bytes of weights, not {len(raw)}")
+        weights = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        if not (np.isfinite(weights).all() and math.isfinite(bias)):
+            raise ValueError("a correction's weights and bias must be finite")
+        correction = cls.build(weights, bias)
+        if "version" in document and document["version"] != correction.version:
+            raise ValueError(f"version {document['version']!r} does not match the weights ({correction.version})")
+        return correction
+
+
+def _version(weights: np.ndarray, bias: float) -> str:
+    digest = hashlib.sha256(weights.astype("<f4").tobytes() + struct.pack("<d", bias)).hexdigest()
+    return "ad" + digest[:8]
+
+
+@dataclass(frozen=True)
+class FitReport:
+    correction: Correction | None
+    active: bool
+    reason: str
+    examples: int
+    audited: int  # flagged + audit labels: those the check scores
+    served_auc: float | None  # cross-validated, weighted, on the audited labels
+    corrected_auc: float | None
+
+    def document(self) -> dict:
+        rounded = lambda v: None if v is None else round(v, 4)  # noqa: E731
+        return {"correction": None if self.correction is None else self.correction.document(),
+                "active": self.active, "reason": self.reason, "examples": self.examples, "audited": self.audited,
+                "served_auc": rounded(self.served_auc), "corrected_auc": rounded(self.corrected_auc)}
+
+
+def fit_correction(labels: Sequence[Label], *, l2: float = L2, min_gain: float = 0.01, folds: int = 5,
+                   seed: int = 0) -> FitReport:
+    """Fit the account's correction on `labels` and say whether it may go live (see the module docstring)."""
+    n = len(labels)
+    if n == 0:
+        return FitReport(None, False, "No labels yet.", 0, 0, None, None)
+    x = np.stack([np.asarray(label.embedding, dtype=np.float64) for label in labels])
+    offset = np.array([label.served_logit for label in labels], dtype=np.float64)
+    y = np.array([label.harmful for label in labels], dtype=np.float64)
+    weight = np.array([label.weight for label in labels], dtype=np.float64)
+    audited = np.array([label.seen in ("flagged", "audit") for label in labels])
+    report = lambda correction, reason, served=None, corrected=None: FitReport(  # noqa: E731
+        correction, False, reason, n, int(audited.sum()), served, corrected)
+    if y.min() == y.max():
+        return report(None, f"All {n} labels say {'harmful' if y[0] else 'fine'}: nothing to learn a line from.")
+    correction = _fit(x, offset, y, weight, l2)
+    harmful, fine = int((y[audited] == 1).sum()), int((y[audited] == 0).sum())
+    if min(harmful, fine) < MIN_AUDITED_PER_CLASS:
+        return report(correction, f"Too few audited labels to check a correction: {harmful} harmful and {fine} fine "
+                                  f"among flagged and audited texts, at least {MIN_AUDITED_PER_CLASS} of each needed.")
+    served_auc = weighted_auc(y[audited], offset[audited], weight[audited])
+    if served_auc < 0.5:
+        return report(correction, f"The moderators' labels contradict the served score wholesale (its weighted AUC "
+                                  f"on them is {served_auc:.2f}, below chance): not learning from them.", served_auc)
+    out_of_fold = np.full(n, np.nan)
+    for held in _folds(y, audited, folds, seed):
+        train = np.ones(n, dtype=bool)
+        train[held] = False
+        fold = _fit(x[train], offset[train], y[train], weight[train], l2)
+        out_of_fold[held] = offset[held] + x[held] @ fold.weights.astype(np.float64) + fold.bias
+    scored = audited & ~np.isnan(out_of_fold)
+    served_auc = weighted_auc(y[scored], offset[scored], weight[scored])
+    corrected_auc = weighted_auc(y[scored], out_of_fold[scored], weight[scored])
+    gain = corrected_auc - served_auc
+    if gain < min_gain:
+        return report(correction, f"The correction does not beat the served score on held-out audited labels "
+                                  f"(AUC {corrected_auc:.3f} against {served_auc:.3f}, a gain of {gain:+.3f}; "
+                                  f"{min_gain:.2f} needed).", served_auc, corrected_auc)
+    return FitReport(correction, True, f"Live: AUC {corrected_auc:.3f} against the served {served_auc:.3f} on held-out "
+                                       f"audited labels ({gain:+.3f}).", n, int(audited.sum()), served_auc, corrected_auc)
+
+
+def _folds(y: np.ndarray, audited: np.ndarray, folds: int, seed: int) -> list[np.ndarray]:
+    """Held-out indices per fold, stratified by (audited, harmful) so that every fold gets its share of the rare
+    audited harmful labels; only the audited ones are held out (reports always train)."""
+    rng = np.random.default_rng(seed)
+    held: list[list[int]] = [[] for _ in range(folds)]
+    for harmful in (0.0, 1.0):
+        rows = np.where(audited & (y == harmful))[0]
+        rng.shuffle(rows)
+        start = int(rng.integers(folds))  # so that the remainders do not always land in the first folds
+        for i, row in enumerate(rows):
+            held[(start + i) % folds].append(int(row))
+    return [np.array(sorted(h), dtype=np.int64) for h in held if h]
+
+
+def _fit(x: np.ndarray, offset: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float) -> Correction:
+    """Weighted logistic regression with a fixed offset, L2 on w only, by Newton's method (dim + 1 unknowns).
+
+    The features are the embeddings centred and divided by one global scale (their root-mean-square deviation per
+    coordinate), so that `l2` means the same whatever the encoder's norm; the scaling is folded back into the
+    returned weights and bias, which apply to the raw embedding."""
+    v = weight / weight.mean()
+    mean = (v[:, None] * x).sum(axis=0) / v.sum()
+    z = x - mean
+    scale = float(np.sqrt(np.mean(z * z))) or 1.0
+    z /= scale
+    d = z.shape[1]
+    theta = np.zeros(d + 1)  # w, then b
+    penalty = np.full(d + 1, l2)
+    penalty[-1] = 0.0
+
+    def loss(t: np.ndarray) -> float:
+        eta = offset + z @ t[:-1] + t[-1]
+        return float(np.sum(v * (np.logaddexp(0.0, eta) - y * eta)) + 0.5 * np.sum(penalty * t * t))
+
+    current = loss(theta)
+    for _ in range(_NEWTON_STEPS):
+        eta = offset + z @ theta[:-1] + theta[-1]
+        p = 1.0 / (1.0 + np.exp(-eta))
+        r = v * (p - y)
+        gradient = np.r_[z.T @ r, r.sum()] + penalty * theta
+        h = v * p * (1.0 - p)
+        hessian = np.empty((d + 1, d + 1))
+        hessian[:d, :d] = (z * h[:, None]).T @ z
+        hessian[:d, d] = hessian[d, :d] = z.T @ h
+        hessian[d, d] = h.sum() + 1e-9  # keeps the solve defined when every p is 0 or 1
+        hessian[np.diag_indices(d + 1)] += penalty
+        step = np.linalg.solve(hessian, gradient)
+        for _ in range(20):  # backtracking: a full Newton step can overshoot on nearly separable labels
+            candidate = theta - step
+            new = loss(candidate)
+            if new <= current + 1e-12:
+                break
+            step /= 2
+        decrease = current - new
+        theta, current = candidate, new
+        if decrease < _TOLERANCE * (1.0 + abs(current)):
+            break
+    w = theta[:-1] / scale
+    return Correction.build(w, theta[-1] - float(mean @ w))
+
+
+def weighted_auc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> float:
+    """The chance that a harmful text outranks a fine one, each pair weighted by the product of the two labels'
+    weights (ties count half): the traffic's AUC estimated from weighted samples. NaN without both classes."""
+    labels = np.asarray(labels, dtype=bool)
+    scores, weights = np.asarray(scores, dtype=np.float64), np.asarray(weights, dtype=np.float64)
+    positive, negative = weights[labels].sum(), weights[~labels].sum()
+    if positive == 0 or negative == 0:
+        return float("nan")
+    distinct, index = np.unique(scores, return_inverse=True)
+    pos = np.bincount(index, weights=np.where(labels, weights, 0.0), minlength=len(distinct))
+    neg = np.bincount(index, weights=np.where(labels, 0.0, weights), minlength=len(distinct))
+    below = np.cumsum(neg) - neg  # fine weight strictly below each distinct score
+    return float(np.sum(pos * (below + 0.5 * neg)) / (positive * negative))
