@@ -108,7 +108,8 @@ def _candidates(s: np.ndarray) -> np.ndarray:
     return np.unique(np.clip(np.r_[up, up.max() + 1e-4], 0.0, 1.0))
 
 
-def _lowest(candidates: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray, target: float, floor: float) -> float:
+def _lowest(candidates: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray, target: float,
+            floor: float) -> float:
     """The lowest candidate >= floor whose estimated benign-flagged share is at most target (1.0 if none is)."""
     order = np.argsort(s[~y], kind="mergesort")
     fine_scores, fine_weights = s[~y][order], w[~y][order]

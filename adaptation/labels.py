@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -38,6 +38,9 @@ class Label:
     language: str | None
     at: float  # unix time of the label
     profile: str | None = None  # the profile that served the text
+    # The served scores of the text's other enabled text categories: a profile decides on all of them
+    # (policy/decision_scale.py), so the backtest needs them beside toxic.
+    scores: dict[str, float] = field(default_factory=dict)
 
     @property
     def weight(self) -> float:
@@ -66,7 +69,7 @@ def decode_embedding(text: str) -> np.ndarray:
 def label_document(label: Label) -> dict:
     return {"embedding": encode_embedding(label.embedding), "served_logit": round(label.served_logit, 6),
             "harmful": label.harmful, "seen": label.seen, "sampling_rate": label.sampling_rate,
-            "language": label.language, "at": label.at, "profile": label.profile}
+            "language": label.language, "at": label.at, "profile": label.profile, "scores": label.scores}
 
 
 def label_from_document(document: dict) -> Label:
@@ -77,4 +80,5 @@ def label_from_document(document: dict) -> Label:
     if not 0.0 < rate <= 1.0:
         raise ValueError(f"a sampling rate is in (0, 1], not {rate}")
     return Label(decode_embedding(document["embedding"]), float(document["served_logit"]), bool(document["harmful"]),
-                 seen, rate, document.get("language"), float(document["at"]), document.get("profile"))
+                 seen, rate, document.get("language"), float(document["at"]), document.get("profile"),
+                 {str(name): float(score) for name, score in (document.get("scores") or {}).items()})

@@ -11,10 +11,11 @@ holds state and the atomic steps (Lua) that check and change it.
 - `hash_bank/`: per-account PDQ hashes of rejected images, and their CSV exchange format (matching them is the
   flow's: moderation/hash_matching.py).
 - `widget/`: the browser widget's origins, tokens, redeemed verdicts and use, with its Lua.
+- `labels/`: each account's kept labels (decided text items, what its backend reported) and its fitted correction.
 - `score_suggestions.py`: Perspective clients' score suggestions, kept per account.
 - `health.py`: the write probe and memory figure the health check reads.
 
 Each room may import `redis_keys` and the rooms it builds on (tests/test_layering.py checks the list): `review`
-writes webhook deliveries in its own steps (`webhooks`), `widget` admits with the keys' Lua (`keys`). Lua lives only
+writes webhook deliveries in its own steps (`webhooks`) and keeps a decided text's label in its deciding step (`labels`), `widget` admits with the keys' Lua (`keys`). Lua lives only
 in a room's `lua.py`.
 """

@@ -128,6 +128,21 @@ Admin audit log (`store.people.audit_log.AuditLog`), bounded and expiring:
                                           the newest `max_entries` kept, older than `retention_s` trimmed,
                                           the key expires `retention_s` after the last entry
 
+Labels and corrections (`store.labels`): what each account's moderators and backend taught the service, never the
+text, and never read by another account. DECIDE_REVIEW_ITEM keeps a decided text item's label in its own step:
+  mod:labels:{account}            list    labels of the account's decided text items (flagged or audit), as JSON
+                                          (adaptation/labels.py), newest first; at most `labels_per_account`; expires
+                                          `retention_s` after the newest
+  mod:labels-reported:{account}   list    labels the account's backend sent (`POST /v1/feedback`,
+                                          `comments:suggestscore`), the same way, at most `reported_per_account`: a
+                                          flood of them never pushes out the moderators' decisions
+  mod:labels-due                  zset    accounts with labels newer than their last fit, score = unix time of the
+                                          first such label: the background refit takes them (moderation/site_adaptation.py)
+  mod:audits:{YYYY-MM-DD}:{account}  string  audit items the account queued that UTC day (capped in the creating
+                                          step); expires a day after its day ends
+  mod:adaptation:{account}        string  the account's last fit as JSON: the correction, whether it is live and why,
+                                          its cross-validated figures, when; erased with the labels
+
 Browser widget (`store.widget.tokens.WidgetStore`; the widget's Lua is in `store.widget.lua`):
   mod:widget:origins:{key_id}     set     page origins (`scheme://host[:port]`) the operator allows for the key
   mod:widget:origin-keys:{origin} set     ids of the keys that allow the origin: what a CORS preflight reads
@@ -449,3 +464,27 @@ def widget_signing_secret() -> str:
 
 def widget_redeemed(nonce: str) -> str:
     return f"{PREFIX}widget:redeemed:{nonce}"
+
+
+LABELS_PREFIX = f"{PREFIX}labels:"
+REPORTED_LABELS_PREFIX = f"{PREFIX}labels-reported:"
+
+
+def labels(account: str) -> str:
+    return f"{LABELS_PREFIX}{account}"
+
+
+def reported_labels(account: str) -> str:
+    return f"{REPORTED_LABELS_PREFIX}{account}"
+
+
+def labels_due() -> str:
+    return f"{PREFIX}labels-due"
+
+
+def audits_on_day(account: str, day: str) -> str:
+    return f"{PREFIX}audits:{day}:{account}"
+
+
+def adaptation(account: str) -> str:
+    return f"{PREFIX}adaptation:{account}"

@@ -22,7 +22,8 @@ STORE = ROOT / "store"
 # Which rooms each room of the store may import (every room may import `store.redis_keys`).
 ROOM_IMPORTS: dict[str, set[str]] = {
     "keys": set(),
-    "review": {"webhooks", "hash_bank"},
+    "review": {"webhooks", "hash_bank", "labels"},
+    "labels": set(),
     "webhooks": set(),
     "people": set(),
     "hash_bank": set(),

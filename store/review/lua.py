@@ -4,11 +4,13 @@ says why it has to.
 
 The creating and deciding scripts also write the item's webhook deliveries in the same step: that Lua is
 `EMIT_EVENTS` of `store.webhooks.lua`, its arguments at the end of ARGV. The deciding script banks a rejected image's
-hash in the same step too, within the bank's cap (`BANK_REJECTED_HASH` of `store.hash_bank.lua`). Key names come in
+hash in the same step too, within the bank's cap (`BANK_REJECTED_HASH` of `store.hash_bank.lua`), and keeps a decided
+text's label (`KEEP_DECIDED_LABEL` of `store.labels.lua`). Key names come in
 through KEYS (built by `store.redis_keys`), or as prefixes in ARGV where a name is known only inside the script.
 """
 
 from store.hash_bank.lua import BANK_REJECTED_HASH
+from store.labels.lua import KEEP_DECIDED_LABEL
 from store.webhooks.lua import EMIT_EVENTS
 
 # The review scripts share one layout of the queue's global keys, at an offset into KEYS, and one
@@ -91,9 +93,12 @@ end
 # the same script, so racing creations never pass the cap nor share an id. The item expires at `expire_at` unless
 # decided first (DECIDE_REVIEW_ITEM moves its time). Returns the id.
 _INSERT_REVIEW_ITEM = _PRUNE_EXPIRED + _PENDING_FULL + _ID_TAKEN + EMIT_EVENTS + """
-local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at, id)
+local function insert_review_item(k, a, account_key, account_pending_key, account, data, expire_at, id, evidence)
   local seq = redis.call('INCR', k.sequence)
   redis.call('HSET', a.item_prefix .. id, 'data', data, 'status', 'pending', 'seq', seq)
+  if evidence and evidence ~= '' then
+    redis.call('HSET', a.item_prefix .. id, 'evidence', evidence)
+  end
   redis.call('EXPIREAT', a.item_prefix .. id, expire_at)
   redis.call('ZADD', k.all, seq, id)
   redis.call('ZADD', k.pending, seq, id)
@@ -108,10 +113,13 @@ local function insert_review_item(k, a, account_key, account_pending_key, accoun
 end
 """
 
-# KEYS[1..7] the queue's keys (above), KEYS[8] the account's index, KEYS[9] its pending set;
-# ARGV[1..6] the queue's arguments, ARGV[7] account, ARGV[8] item data JSON, ARGV[9] unix time the pending
-# item expires, ARGV[10] the account's cap of pending items, ARGV[11] the new item's id. Returns the id, 0
-# (nothing written) when the account's pending items are at the cap, or -1 (nothing written) when the id is taken.
+# KEYS[1..7] the queue's keys (above), KEYS[8] the account's index, KEYS[9] its pending set, KEYS[10] the account's
+# audits of the day; ARGV[1..6] the queue's arguments, ARGV[7] account, ARGV[8] item data JSON, ARGV[9] unix time the
+# pending item expires, ARGV[10] the account's cap of pending items, ARGV[11] the new item's id, ARGV[12] the item's
+# evidence JSON ('' for none: store/labels/lua.py), ARGV[13] the day's cap of audits ('' for an item that is not an
+# audit), ARGV[14] unix time the day's counter expires. Returns the id, 0 (nothing written) when the account's pending
+# items are at the cap, -1 (nothing written) when the id is taken, or -2 (nothing written) when the account has
+# queued its audits of the day: the cap is checked and counted in the step that queues.
 CREATE_REVIEW_ITEM = _INSERT_REVIEW_ITEM + """
 local k, a = review_keys(1), review_args(1)
 if pending_full(KEYS[9], a.now, tonumber(ARGV[10])) then
@@ -120,7 +128,14 @@ end
 if id_taken(k, ARGV[11]) then
   return -1
 end
-return insert_review_item(k, a, KEYS[8], KEYS[9], ARGV[7], ARGV[8], ARGV[9], ARGV[11])
+if ARGV[13] ~= '' then
+  if tonumber(redis.call('GET', KEYS[10]) or '0') >= tonumber(ARGV[13]) then
+    return -2
+  end
+  redis.call('INCR', KEYS[10])
+  redis.call('EXPIREAT', KEYS[10], ARGV[14])
+end
+return insert_review_item(k, a, KEYS[8], KEYS[9], ARGV[7], ARGV[8], ARGV[9], ARGV[11], ARGV[12])
 """
 
 # One report of (account, reference). Counting, the daily caps and escalating must be one step:
@@ -183,10 +198,10 @@ return {count, review_id or 0, 0}
 # KEYS[1] item hash, KEYS[2..8] the queue's keys; ARGV[1..6] the queue's arguments, ARGV[7] new status,
 # ARGV[8] decided_at, ARGV[9] item id, ARGV[10] unix time the decided item expires, ARGV[11] who decided,
 # ARGV[12] the decision's reason code ("" when none), ARGV[13..16] the hash bank's (store/hash_bank/bank.py,
-# decision_args).
+# decision_args), ARGV[17..20] the labels' (store/labels/labels.py, decision_args).
 # Returns {"ok", the bank's outcome (bank_rejected_hash's; 0 for an approval), the item's fields...}, {"missing"} or
 # {"decided"}.
-DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + EMIT_EVENTS + BANK_REJECTED_HASH + """
+DECIDE_REVIEW_ITEM = _PRUNE_EXPIRED + EMIT_EVENTS + BANK_REJECTED_HASH + KEEP_DECIDED_LABEL + """
 local k, a = review_keys(2), review_args(1)
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
@@ -213,6 +228,7 @@ local banked = 0
 if ARGV[7] == 'rejected' then
   banked = bank_rejected_hash(13, ARGV[9], KEYS[1], account, ARGV[8])
 end
+keep_decided_label(17, KEYS[1], account, ARGV[7], ARGV[8])
 emit_event(webhook_args(), 'review.decided', ARGV[9], KEYS[1], account)
 local reply = redis.call('HGETALL', KEYS[1])
 table.insert(reply, 1, banked)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal
 
@@ -28,6 +28,7 @@ from redis.asyncio import Redis
 
 from store import redis_keys
 from store.hash_bank.bank import MAX_ENTRIES_PER_ACCOUNT, decision_args
+from store.labels import labels as label_store
 from store.review import decision_counts, lua
 from store.review.report_counters import COUNTERS_PER_ACCOUNT, ReportCounters
 from store.webhooks.outbox import review_event_args
@@ -50,6 +51,7 @@ DAY_S = 24 * 3600
 _FIRST_ID, _ID_COUNT = 10**13, 9 * 10**13
 # The creating scripts' answer when the id drawn is one the queue holds already: draw again (store/review/lua.py).
 _ID_TAKEN = -1
+_AUDITS_SPENT = -2
 _REPORT_ID_TAKEN = 4
 # Retry-After of `ReviewQueueFull`: room comes back when moderators decide pending items, which no
 # clock predicts; a minute keeps a retrying client cheap without hiding room for long.
@@ -80,6 +82,11 @@ class ReviewRules:
     pending_per_account: int = 10_000
     # Hashes one account's bank may hold (store/hash_bank/bank.py): a rejected image past it is not banked.
     hash_bank_max_entries: int = MAX_ENTRIES_PER_ACCOUNT
+    # Audit items (a profile's `audit_rate`) one account may queue per UTC day; past it allowed content is not
+    # audited until the next day (the answers are the same either way).
+    audits_per_account_per_day: int = 1_000
+    # The bounds of the labels a decision keeps (store/labels/labels.py).
+    labels: label_store.LabelRules = field(default_factory=label_store.LabelRules)
 
     def __post_init__(self) -> None:
         if min(self.report_counter_ttl_s, self.decided_retention_s, self.pending_retention_s) < 1:
@@ -87,8 +94,12 @@ class ReviewRules:
         if self.report_counters_per_account < 1:
             raise ValueError("report_counters_per_account must be at least 1")
         if min(self.reports_per_account_per_day, self.escalations_per_account_per_day, self.pending_per_account,
-               self.hash_bank_max_entries) < 0:
+               self.hash_bank_max_entries, self.audits_per_account_per_day) < 0:
             raise ValueError("the caps must not be negative")
+
+
+class DailyAuditsSpent(Exception):
+    """The account queued its audits of the day (`ReviewRules.audits_per_account_per_day`): nothing was queued."""
 
 
 class ReviewItemNotFound(LookupError):
@@ -238,10 +249,13 @@ class ReviewQueue:
         pdq: str | None = None,
         text: str | None = None,
         profile: str | None = None,
+        evidence: str | None = None,
     ) -> ReviewItem:
-        """A pending item; raises ReviewQueueFull (nothing queued) when the account holds its cap of pending items.
+        """A pending item; raises ReviewQueueFull (nothing queued) when the account holds its cap of pending items,
+        and, for an audit, DailyAuditsSpent when the account queued its audits of the day.
 
-        It expires `rules.pending_retention_s` after `now` unless decided first."""
+        `evidence`: a text item's label evidence (JSON: adaptation/labels.py), kept beside the item so that its
+        decision keeps a label. It expires `rules.pending_retention_s` after `now` unless decided first."""
         now = time.time() if now is None else now
         data = _ItemData(
             account=account,
@@ -257,12 +271,19 @@ class ReviewQueue:
             text_chars=len(text) if text is not None else None,
             profile=profile,
         )
+        day, day_counter_expires_at, _ = day_of(now)
+        audit_cap = self.rules.audits_per_account_per_day if reason == "audit" else ""
         item_id = _ID_TAKEN
         while item_id == _ID_TAKEN:
             keys, args = self._new_item_args(account, data, now)
-            item_id = int(await self._create(keys=keys, args=[*args, *review_event_args(now)]))
+            item_id = int(await self._create(
+                keys=[*keys, redis_keys.audits_on_day(account, day)],
+                args=[*args, evidence or "", audit_cap, day_counter_expires_at, *review_event_args(now)],
+            ))
         if item_id == 0:
             raise ReviewQueueFull(self.rules.pending_per_account)
+        if item_id == _AUDITS_SPENT:
+            raise DailyAuditsSpent()
         return ReviewItem(id=item_id, status="pending", **data.model_dump())
 
     async def get(self, item_id: int, account: str | None = None) -> ReviewItem | None:
@@ -326,7 +347,8 @@ class ReviewQueue:
         reply = await self._decide(
             keys=[redis_keys.review_item(item_id), *self._queue_keys()],
             args=[*self._queue_args(now), status, repr(now), item_id, expire_at, decided_by, reason_code,
-                  *decision_args(self.rules.hash_bank_max_entries), *review_event_args(now)],
+                  *decision_args(self.rules.hash_bank_max_entries), *label_store.decision_args(self.rules.labels),
+                  *review_event_args(now)],
         )
         outcome = reply[0]
         if outcome == "missing":
