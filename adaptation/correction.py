@@ -32,7 +32,7 @@ import numpy as np
 
 from adaptation.labels import Label, logit
 
-L2 = 30.0  # in units of one average-weighted label; see training/eval_site.py
+L2 = 100.0  # in units of one average-weighted label; see training/eval_site.py
 # Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise: with 10 harmful
 # and 10 fine labels an AUC's standard error is already about 0.07 (Hanley-McNeil at AUC 0.8).
 MIN_AUDITED_PER_CLASS = 10

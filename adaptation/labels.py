@@ -82,3 +82,11 @@ def label_from_document(document: dict) -> Label:
     return Label(decode_embedding(document["embedding"]), float(document["served_logit"]), bool(document["harmful"]),
                  seen, rate, document.get("language"), float(document["at"]), document.get("profile"),
                  {str(name): float(score) for name, score in (document.get("scores") or {}).items()})
+
+
+def evidence_document(embedding: np.ndarray, served_score: float, *, seen: Seen, sampling_rate: float,
+                      language: str | None, profile: str | None, scores: dict[str, float]) -> dict:
+    """What a queued text item keeps so that its decision becomes a label: every field of `label_document` but
+    `harmful` and `at`, which the decision adds (store/labels/lua.py)."""
+    return {"embedding": encode_embedding(embedding), "served_logit": round(logit(served_score), 6), "seen": seen,
+            "sampling_rate": sampling_rate, "language": language, "profile": profile, "scores": scores}

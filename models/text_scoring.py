@@ -48,6 +48,8 @@ class TextScores:
     second_stage: Any = None
     # None from a model that gives no embedding (then no label of the text can be kept, nor a correction applied).
     evidence: TextEvidence | None = None
+    # The served toxic score before the account's correction (moderation/text_correction.py), when one applied.
+    uncorrected_toxic: float | None = None
 
 
 class CategoryNotServed(LookupError):

@@ -10,7 +10,9 @@ the body; this module runs the rest and raises `moderation.errors`, never HTTP e
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import random
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -19,18 +21,21 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from models.image_decoding import ImageRefused
-from models.text_scoring import TextRequest, TextScores
+from adaptation.labels import Seen, evidence_document, label_from_document
+from models.text_scoring import TOXIC, TextRequest, TextScores
 from moderation.admission import ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
 from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
 from moderation.limits import is_short_text_work
+from moderation.text_correction import AccountCorrections, corrected
 from policy.decisions import Decision
 from moderation.hash_matching import BankMatch, BankMatcher
 from store.keys.quota import QuotaStore, Taken, WorkSlot
-from store.review.queue import ReviewQueue, ReviewQueueFull
-from policy.types import ApiKey, Plan, Profile
+from store.labels.labels import LabelStore
+from store.review.queue import DailyAuditsSpent, ReviewQueue, ReviewQueueFull
+from policy.types import ApiKey, Plan, Profile, ReviewReason
 
 log = logging.getLogger("moderation.flow")
 T = TypeVar("T")
@@ -85,19 +90,25 @@ class ModerationFlow:
     def __init__(
         self, quota: QuotaStore, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
         hash_matcher: BankMatcher | None = None, *, admission: ModelAdmission | None = None,
+        labels: LabelStore | None = None, corrections: AccountCorrections | None = None,
+        draw: Callable[[], float] = random.random,
     ):
-        """`admission`: each model's gate (moderation/admission.py); None lets every call through at once."""
+        """`admission`: each model's gate (moderation/admission.py); None lets every call through at once.
+        `labels`: where reported labels go; `corrections`: the accounts' live corrections (None: none applied);
+        `draw`: a uniform number in [0, 1) per allowed item, against the profile's `audit_rate`."""
         self.quota, self.reviews, self.backends = quota, reviews, backends
         self.inference_timeout_s, self.hash_matcher, self.admission = inference_timeout_s, hash_matcher, admission
+        self.labels, self.corrections, self.draw = labels, corrections, draw
 
     async def moderate_many(
         self, caller: Caller, items: Sequence[Item], *, threshold: float | None = None
     ) -> list[Moderated]:
-        """One unit per item (two for a text with spans: `Item.units`), all or none; every item scored, then all
-        decided in one Policy call; then a review queued per item decided `review`. Any failure gives every unit back
-        and raises."""
+        """One unit per item (two for a text with spans: `Item.units`), all or none; every item scored (a text's
+        toxic score through the account's live correction, if any), then all decided in one Policy call; then a
+        review queued per item decided `review`, and an audit per allowed item drawn at the profile's `audit_rate`.
+        Any failure gives every unit back and raises."""
         async with _Charged(self.quota, caller, sum(item.units for item in items)):
-            answers = await self._scored(caller, items)
+            answers = await self._corrected(caller, await self._scored(caller, items))
             decisions = await self._call_model(
                 self.backends.decide_many(
                     [(scored.categories, item.kind) for item, (scored, _) in zip(items, answers)],
@@ -153,16 +164,38 @@ class ModerationFlow:
             return [await self.backends.score_text(requests[0])]
         return await self.backends.score_texts(requests)
 
+    async def _corrected(
+        self, caller: Caller, answers: list[tuple[Scored, tuple[dict[str, float], ...]]]
+    ) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
+        """Each text's answer through the account's live correction (its spans' scores stay the served ones)."""
+        if self.corrections is None or not any(isinstance(scored, TextScores) for scored, _ in answers):
+            return answers
+        correction = await self.corrections.live(caller.account)
+        if correction is None:
+            return answers
+        return [(corrected(scored, correction) if isinstance(scored, TextScores) else scored, spans)
+                for scored, spans in answers]  # fmt: skip
+
     async def _queued_review(self, caller: Caller, item: Item, scored: Scored, decision: Decision) -> int | None:
         """The review item a `review` decision queued. None for a `review` decision means the account holds its cap
         of pending items and nothing was queued: the decision stands and its result is still answered (the routes
-        say so: 429 `review_queue_full` with the result); the work was done, so the unit stays charged."""
-        if decision.decision != "review":
-            return None
+        say so: 429 `review_queue_full` with the result); the work was done, so the unit stays charged.
+
+        An allowed item is audited at the profile's `audit_rate`: queued with reason `audit`, its answer unchanged
+        (no `review_id`; a full queue or the day's cap of audits just skips it)."""
+        if decision.decision == "review":
+            return await self._queued(caller, item, scored, "model_flagged")
+        audit_rate = caller.profile.audit_rate
+        if decision.decision == "allow" and audit_rate > 0 and self.draw() < audit_rate:
+            await self._queued(caller, item, scored, "audit")
+        return None
+
+    async def _queued(self, caller: Caller, item: Item, scored: Scored, reason: ReviewReason) -> int | None:
+        seen, rate = ("audit", caller.profile.audit_rate) if reason == "audit" else ("flagged", 1.0)
         try:
             queued = await self.reviews.create(
                 account=caller.account,
-                reason="model_flagged",
+                reason=reason,
                 kind=item.kind,
                 reference=item.reference,
                 image_url=item.image_url,
@@ -171,12 +204,29 @@ class ModerationFlow:
                 pdq=bankable_hash(scored, self.hash_matcher),  # kept so that a rejection banks it
                 text=item.content.text if item.kind == "text" and caller.profile.keep_review_text else None,
                 profile=caller.profile.name,
+                evidence=label_evidence(scored, seen, rate, caller.profile.name),
             )
-        except ReviewQueueFull:
+        except (ReviewQueueFull, DailyAuditsSpent):
             # Debug only: an account at its cap would write a line per flagged item (the access log has the 429).
-            log.debug("review queue full for account %s: a review decision was not queued", caller.account)
+            log.debug("account %s at its cap: a %s item was not queued", caller.account, reason)
             return None
         return queued.id
+
+    async def keep_reported_label(self, caller: Caller, text: str, harmful: bool) -> bool:
+        """A label the account's backend sent (`POST /v1/feedback`, `comments:suggestscore`): the text scored as the
+        profile serves it (no quota unit; the model's admission as any text), kept as a `report` label, never the
+        text. False when the model gives no embedding (nothing kept)."""
+        if self.labels is None:
+            return False
+        request = TextRequest(text, tuple(caller.profile.enabled_categories("text")))
+        kind = "text" if is_short_text_work([text]) else "long_text"
+        scored = await self._call_model(self._admitted(kind, caller, lambda: self.backends.score_text(request)))
+        document = label_evidence(scored, "report", 1.0, caller.profile.name)
+        if document is None:
+            return False
+        await self.labels.add_reported(caller.account, label_from_document({**document, "harmful": harmful,
+                                                                            "at": time.time()}))
+        return True
 
     async def _call_model(self, call: Awaitable[T], what: str = "model") -> T:
         """Await a model or policy call; a failure or a timeout is ModelUnavailable (the client may retry).
@@ -193,6 +243,17 @@ class ModerationFlow:
             raise ModelUnavailable(
                 "The policy service is unavailable; nothing was decided." if what == "policy" else None
             ) from exc
+
+
+def label_evidence(scored: Scored, seen: Seen, sampling_rate: float, profile: str) -> str | None:
+    """A text answer's label evidence as JSON (adaptation/labels.py), on the served score before any correction;
+    None for an image or a text whose model gave no embedding."""
+    if not isinstance(scored, TextScores) or scored.evidence is None or TOXIC not in scored.categories:
+        return None
+    served = scored.uncorrected_toxic if scored.uncorrected_toxic is not None else scored.categories[TOXIC]
+    others = {name: round(score, 6) for name, score in scored.categories.items() if name != TOXIC}
+    return json.dumps(evidence_document(scored.evidence.embedding, served, seen=seen, sampling_rate=sampling_rate,
+                                        language=scored.evidence.language, profile=profile, scores=others))
 
 
 async def _no_texts() -> list[TextScores]:

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from serve_app import routes_openai, routes_perspective, routes_public, routes_widget
+from serve_app import routes_feedback, routes_openai, routes_perspective, routes_public, routes_widget
 from serve_app.access_log import AccessLogMiddleware
 from serve_app.deadlines import DeadlineMiddleware
 from serve_app.docs_page import install_docs
@@ -50,6 +50,7 @@ def create_app(services: Services) -> FastAPI:
     # Outermost, so that every answer of a widget check, a deadline's or an error's too, gets its CORS headers.
     app.add_middleware(WidgetCorsMiddleware)
     app.include_router(routes_public.router)
+    app.include_router(routes_feedback.router)
     app.include_router(routes_openai.router)
     app.include_router(routes_perspective.router)
     app.include_router(routes_widget.router)

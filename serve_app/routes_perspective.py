@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
@@ -19,16 +20,18 @@ from pydantic import BaseModel, ValidationError
 
 from models import language_id
 from moderation.compat_mapping import PERSPECTIVE_ATTRIBUTES, language_code, sentence_spans, unsupported_attribute
+from moderation.errors import ModerationError
 from moderation.flow import Caller, Moderated
 from moderation.items import text_item
 from moderation.limits import MAX_SPANS_PER_COMMENT, check_texts
-from store.score_suggestions import suggestion
+from store.score_suggestions import Suggestion, suggestion
 from serve_app.auth import admitted_caller, key_param_caller, services
 from serve_app.bodies import json_bytes_for, read_json
 from serve_app.errors import AttributeNotSupported, CommentEmpty, InvalidRequest, NotFound
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, GoogleErrorBody, error_responses
 
 router = APIRouter()
+log = logging.getLogger("moderation.perspective")
 DISCOVERY = json.loads((Path(__file__).with_name("perspective_discovery.json")).read_text())
 SPAN_CHARS = 160  # a span is a sentence, cut at this many characters (the text model's window)
 MAX_SUGGESTED_ATTRIBUTES = 32
@@ -105,7 +108,11 @@ async def analyze(
     openapi_extra=_body_schema("SuggestCommentScoreRequest"), responses=ERRORS,
 )
 async def suggest_score(request: Request, caller: Caller = Depends(key_param_caller)) -> SuggestCommentScoreResponse:
-    """Recorded per account as feedback (attribute, score, client token, time; never the text); no quota unit."""
+    """Recorded per account as feedback (attribute, score, client token, time; never the text); no quota unit.
+
+    With the comment's text, a suggestion also teaches the account's line: TOXICITY at or above 0.5 (or Coral's
+    `DELETED`) is a harmful label, below it (or `APPROVED`) a fine one, kept as `POST /v1/feedback` keeps one
+    (serve_app/routes_feedback.py: the embedding and scores, never the text)."""
     limit = json_bytes_for(caller.plan.text_max_chars)
     raw = await read_json(request, caller, None, limit, '{"comment": ..., "attributeScores": ...}')
     scores, token = raw.get("attributeScores"), raw.get("clientToken")
@@ -119,7 +126,16 @@ async def suggest_score(request: Request, caller: Caller = Depends(key_param_cal
         raise InvalidRequest("Each attribute score is {\"summaryScore\": {\"value\": 0..1}}; clientToken at most "
                              "256 characters; attribute names at most 64.") from None  # fmt: skip
     await services(request).feedback.record(caller.account, entries)
-    request.state.log_fields.update(suggestions=len(entries))
+    harmful = suggested_label(entries)
+    comment = raw.get("comment")
+    text = comment.get("text") if isinstance(comment, dict) else None
+    if harmful is not None and isinstance(text, str) and text.strip() and caller.plan.covers("text"):
+        check_texts([text], caller.plan)
+        try:
+            await services(request).flow.keep_reported_label(caller, text, harmful)
+        except ModerationError as exc:  # the suggestion is recorded: a retry would record it twice, so no 503
+            log.warning("a suggestion's label was not kept: %s", type(exc).__name__)
+    request.state.log_fields.update(suggestions=len(entries), label=harmful)
     return SuggestCommentScoreResponse(clientToken=token, requestedLanguages=_strings(raw, "languages"))
 
 
@@ -187,6 +203,19 @@ def _requested(raw: dict, languages: list[str]) -> dict[str, float]:
         elif not drop:
             raise AttributeNotSupported(why[:300])
     return wanted
+
+
+def suggested_label(entries: list[Suggestion]) -> bool | None:
+    """Harmful (True), fine (False) or no label: TOXICITY's score against even odds, else Coral's moderator
+    decision (`DELETED` / `APPROVED`, score 1)."""
+    by_name = {entry.attribute: entry.score for entry in entries}
+    if by_name.get("TOXICITY") is not None:
+        return by_name["TOXICITY"] >= 0.5
+    if by_name.get("DELETED"):
+        return True
+    if by_name.get("APPROVED"):
+        return False
+    return None
 
 
 def _summary_value(value) -> float | None:

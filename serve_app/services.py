@@ -15,6 +15,7 @@ from redis.exceptions import RedisError
 from moderation.admission import AdmissionRules, ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
+from moderation.text_correction import AccountCorrections
 from store.people.audit_log import AuditLog, AuditRules
 from store.score_suggestions import FeedbackStore
 from moderation.hash_matching import BankMatcher
@@ -24,6 +25,8 @@ from store.webhooks.outbox import Outbox
 from store.keys.rate_limit import RateRefusals
 from store.review.queue import ReviewQueue, ReviewRules
 from store.keys.config import ConfigStore
+from store.labels.adaptation import AdaptationStore
+from store.labels.labels import LabelStore
 from store.webhooks.endpoints import WebhookStore
 from store.widget.tokens import LIVE_TOKENS_PER_KEY, WidgetStore
 from webhooks.deliveries import WebhookRules
@@ -70,6 +73,8 @@ class Services:
     # address is one client (serve_app/client_address.py). Only the widget's per-address limit reads it.
     client_addresses: ClientAddresses = ClientAddresses()
     redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
+    labels: LabelStore | None = None  # each account's kept labels (store/labels/labels.py)
+    adaptation: AdaptationStore | None = None  # each account's last fit (store/labels/adaptation.py)
 
     @classmethod
     def connect(
@@ -101,6 +106,7 @@ class Services:
         redis = Redis.from_pool(pool)  # the client closes its pool with it
         quota, reviews = QuotaStore(redis), ReviewQueue(redis, review_rules)
         hash_bank = HashBank(redis, reviews.rules.hash_bank_max_entries)
+        labels, adaptation = LabelStore(redis, reviews.rules.labels), AdaptationStore(redis)
         return cls(
             config=ConfigStore(redis),
             quota=quota,
@@ -109,6 +115,7 @@ class Services:
             flow=ModerationFlow(
                 quota, reviews, backends, inference_timeout_s, BankMatcher(hash_bank),
                 admission=ModelAdmission(admission) if admission else None,
+                labels=labels, corrections=AccountCorrections(adaptation),
             ),
             feedback=FeedbackStore(redis),
             audit=AuditLog(redis, audit_rules),
@@ -120,6 +127,8 @@ class Services:
             widget=WidgetStore(redis, widget_live_tokens_per_key),
             client_addresses=client_addresses,
             redis=redis,
+            labels=labels,
+            adaptation=adaptation,
         )
 
 

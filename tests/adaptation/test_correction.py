@@ -69,13 +69,13 @@ def test_a_correction_fitted_on_flagged_labels_alone_does_not_learn_what_the_que
     # The site's line differs from the served score only among the texts it allows: the queue's decisions never see
     # those, so a correction fitted on them alone must not go live, and does not beat the served score
     world = dict(residual=2.5, allowed_only=True)
-    x, served, harmful = traffic(5000, seed=10, **world)
-    alone = fit_correction(queue_labels(x, served, harmful, seed=10, flagged_only=True))
+    x, served, harmful = traffic(5000, seed=20, **world)
+    alone = fit_correction(queue_labels(x, served, harmful, seed=20, flagged_only=True))
     assert not alone.active, alone.reason
     served_auc, corrected_auc = fresh_aucs(alone.correction, seed=4, **world)
     assert corrected_auc < served_auc + 0.005
     # the same queue with 10% audits of the allowed texts, weighted back by their sampling rate, learns it
-    audited = fit_correction(queue_labels(x, served, harmful, seed=10))
+    audited = fit_correction(queue_labels(x, served, harmful, seed=20))
     assert audited.active, audited.reason
     served_auc, corrected_auc = fresh_aucs(audited.correction, seed=4, **world)
     assert corrected_auc >= served_auc + 0.02

@@ -1,0 +1,150 @@
+"""Each site's own line, from its labels: the refit of its correction, its threshold backtest, and the background
+refits as labels arrive. Store reads and writes here; the fitting and estimating are pure (adaptation/).
+
+- **Refit** (`SiteAdaptation.refit`): every kept label of the account (store/labels/labels.py) goes into
+  `adaptation.correction.fit_correction`; the fit, live or not and why, replaces the last one in one write
+  (store/labels/adaptation.py), which the ingress replicas read within seconds (moderation/text_correction.py). It
+  runs in a worker thread: a refit of 10,000 labels is about a second of CPU that must not stall the admin API.
+- **Backtest** (`SiteAdaptation.backtest`): each label's text as a profile would now decide it, on one number (its
+  decision score on toxic's scale: policy/decision_scale.py, with the live correction applied to toxic), estimated
+  by `adaptation.backtest.backtest` against the profile's thresholds and its `target_benign_flagged`.
+- **Applying** the suggested thresholds (`apply_suggested_thresholds`) moves every enabled text category of the
+  profile in step (`policy.decision_scale.thresholds_moved`); the admin API logs it as one audited action. A profile
+  is shared by every key pinned to it: give each site its own profile before applying its line.
+- **Background refits** (`refit_due_accounts`): an account whose first new label is `settle_s` old is refitted; one
+  account's refit never reads another's labels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from adaptation.backtest import Backtest, backtest
+from adaptation.correction import Correction, fit_correction
+from adaptation.labels import Label
+from policy.decision_scale import decision_score, thresholds_moved
+from policy.types import PRIMARY_CATEGORIES, Profile
+from store.keys.config import ConfigStore
+from store.labels.adaptation import AdaptationStore
+from store.labels.labels import LabelStore
+
+log = logging.getLogger("moderation.site_adaptation")
+TOXIC = PRIMARY_CATEGORIES["text"]
+REFIT_SETTLE_S = 60.0  # a burst of decisions becomes one refit: the first new label must be this old
+REFIT_EVERY_S = 30.0
+
+
+class NoSuchProfile(LookupError):
+    pass
+
+
+class NoSuggestion(Exception):
+    """The backtest could not suggest thresholds (its reason says why)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SiteAdaptation:
+    def __init__(self, labels: LabelStore, adaptation: AdaptationStore, config: ConfigStore):
+        self.labels, self.adaptation, self.config = labels, adaptation, config
+
+    async def refit(self, account: str, profile_name: str | None = None, now: float | None = None) -> dict:
+        """Fit, store and answer the account's new fit, with the backtest of `profile_name` (default: the profile
+        that served most of its labels) on the scores it now gives."""
+        await self.labels.take_due(account)
+        labels = await self.labels.labels(account)
+        report = await asyncio.to_thread(fit_correction, labels)
+        status = {"account": account, "version": report.correction.version if report.correction else None,
+                  **report.document(), "fitted_at": time.time() if now is None else now,
+                  "labels": await self.labels.counts(account)}  # fmt: skip
+        await self.adaptation.put(account, status)
+        profile = await self._profile(profile_name or _most_used_profile(labels))
+        live = report.correction if report.active else None
+        return {**_public(status), "backtest": _backtest(labels, profile, live).document() if profile else None,
+                "profile": profile.name if profile else None}
+
+    async def status(self, account: str) -> dict:
+        """The account's last fit (without its weights), or what there is before any: the label counts."""
+        status = await self.adaptation.get(account)
+        counts = await self.labels.counts(account)
+        if status is None:
+            return {"account": account, "active": False, "version": None, "reason": "Not fitted yet.",
+                    "examples": 0, "labels": counts}  # fmt: skip
+        return {**_public(status), "labels": counts}
+
+    async def reset(self, account: str) -> None:
+        """Erases the account's labels and its fit: its answers go back to the served score within seconds."""
+        await self.labels.erase(account)
+        await self.adaptation.erase(account)
+
+    async def backtest(self, account: str, profile_name: str) -> Backtest:
+        profile = await self._profile(profile_name)
+        if profile is None:
+            raise NoSuchProfile(profile_name)
+        return _backtest(await self.labels.labels(account), profile, await self._live(account))
+
+    async def apply_suggested_thresholds(self, account: str, profile_name: str) -> Profile:
+        found = await self.backtest(account, profile_name)
+        if found.suggested_thresholds is None:
+            raise NoSuggestion(found.reason or "The backtest suggests no thresholds.")
+        profile = await self._profile(profile_name)
+        moved = thresholds_moved(profile, found.suggested_thresholds["review"], found.suggested_thresholds["block"])
+        await self.config.put_profile(moved)
+        return moved
+
+    async def _live(self, account: str) -> Correction | None:
+        status = await self.adaptation.get(account)
+        if not status or not status.get("active") or not status.get("correction"):
+            return None
+        return Correction.from_document(status["correction"])
+
+    async def _profile(self, name: str | None) -> Profile | None:
+        return await self.config.get_profile(name) if name else None
+
+
+def label_scores(labels: Sequence[Label], profile: Profile, correction: Correction | None) -> np.ndarray:
+    """Each label's text as `profile` would now decide it: its decision score, with `correction` on toxic."""
+    out = np.empty(len(labels))
+    for i, label in enumerate(labels):
+        toxic = correction.score(label.served_score, label.embedding) if correction else label.served_score
+        out[i] = decision_score({**label.scores, TOXIC: toxic}, profile)
+    return out
+
+
+def _backtest(labels: Sequence[Label], profile: Profile, correction: Correction | None) -> Backtest:
+    limits = profile.categories[TOXIC]
+    return backtest(label_scores(labels, profile, correction), labels, review=limits.review, block=limits.block,
+                    target_benign_flagged=profile.target_benign_flagged)
+
+
+def _most_used_profile(labels: Sequence[Label]) -> str | None:
+    named = Counter(label.profile for label in labels if label.profile)
+    return named.most_common(1)[0][0] if named else None
+
+
+def _public(status: dict) -> dict:
+    """A fit's status without its weights (a few KB of base64 no reader needs)."""
+    return {name: value for name, value in status.items() if name != "correction"}
+
+
+async def refit_due_accounts(site: SiteAdaptation, stop: asyncio.Event, *, every_s: float = REFIT_EVERY_S,
+                             settle_s: float = REFIT_SETTLE_S) -> None:
+    """Until `stop`: every `every_s`, refit each account whose first label since its last fit is `settle_s` old."""
+    while not stop.is_set():
+        try:
+            for account in await site.labels.due(time.time() - settle_s):
+                await site.refit(account)
+        except Exception as exc:  # the store is down: try again next round
+            log.warning("background refit failed: %s", type(exc).__name__)
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=every_s)
+        except asyncio.TimeoutError:
+            pass
