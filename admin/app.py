@@ -1,4 +1,4 @@
-"""The admin API's FastAPI app: plans, profiles, keys (with their widget origins), usage, reviews, audit log, webhooks, hash banks, users and
+"""The admin API's FastAPI app: plans, profiles, keys (with their widget origins), usage, reviews, audit log, webhooks, hash banks, each site's labels, correction and backtest, users and
 the review queue's Prometheus metrics, all behind the admin token (admin/guard.py).
 
 Served only on the admin listener (runtime/admin_server.py), beside the dashboard's pages; never on the public port.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from admin import metrics, routes, routes_hash_bank, routes_users, routes_webhooks, routes_widget
+from admin import metrics, routes, routes_adaptation, routes_hash_bank, routes_users, routes_webhooks, routes_widget
 from admin.audit_middleware import AdminAuditMiddleware
 from admin.guard import AdminGuard
 from serve_app.access_log import AccessLogMiddleware
@@ -31,6 +31,7 @@ def create_admin_app(services: Services, admin_token: str) -> FastAPI:
     app.include_router(routes_webhooks.router)
     app.include_router(routes_hash_bank.router)
     app.include_router(routes_widget.router)
+    app.include_router(routes_adaptation.router)
     if services.redis is not None:  # the dashboard's users and the queue's metrics; the pages: runtime/admin_server.py
         app.include_router(routes_users.router)
         app.include_router(metrics.router)

@@ -28,6 +28,7 @@ from runtime.settings import Settings, get_settings
 from admin.app import create_admin_app
 from dashboard import install as install_dashboard
 from dashboard.stores import DashboardStores
+from moderation.site_adaptation import SiteAdaptation, refit_due_accounts
 from serve_app.services import Services
 
 
@@ -37,6 +38,33 @@ def create_admin_listener_app(services: Services, admin_token: str, image_previe
     if services.redis is not None:  # Services without a store connection of their own (tests) get no dashboard
         install_dashboard(app, DashboardStores.over(services.redis), image_previews=image_previews)
     return app
+
+
+class BackgroundRefits:
+    """Each account's refit as its labels arrive (moderation/site_adaptation.py `refit_due_accounts`), in a thread
+    of the admin listener's process with its own event loop and store connection."""
+
+    def __init__(self, redis_url: str, review_rules: ReviewRules | None = None):
+        self._redis_url, self._review_rules = redis_url, review_rules
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), name="refits", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    async def _run(self) -> None:
+        services = Services.connect(self._redis_url, backends=None, review_rules=self._review_rules)
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        try:
+            await refit_due_accounts(SiteAdaptation(services.labels, services.adaptation, services.config), self._stop)
+        finally:
+            await services.redis.aclose()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
 
 
 class AdminServer:
@@ -51,6 +79,7 @@ class AdminServer:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="admin-api", daemon=True)
+        self._refits = BackgroundRefits(redis_url, review_rules)
         self.url = f"http://{host}:{port}"
 
     @classmethod
@@ -64,6 +93,7 @@ class AdminServer:
 
     def start(self, timeout_s: float = 10) -> str:
         self._thread.start()
+        self._refits.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
@@ -73,6 +103,7 @@ class AdminServer:
 
     def stop(self) -> None:
         self._server.should_exit = True
+        self._refits.stop()
         self._thread.join(timeout=10)
 
 

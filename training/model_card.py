@@ -512,7 +512,7 @@ as a strict xfail with its served score).
 def render(model, thresholds, report, figures) -> str:
     """The card, section by section."""
     return (_card_header(model, report, figures) + _card_data(report) + _card_evaluation(thresholds, report, figures)
-            + _card_comparison(report, figures) + cascade_section()
+            + _card_comparison(report, figures) + cascade_section() + site_section()
             + _card_thresholds_and_weaknesses(thresholds, figures))
 
 
@@ -686,19 +686,82 @@ def splice_cascade(card: str) -> str:
     return card[:at] + served_default_bullet() + card[at:]
 
 
+SITE_HEADING = "### Learning each site's line"
+
+
+def site_section() -> str:
+    """Per-account corrections and threshold backtests (adaptation/, issue 38) replayed on each dataset as a site left
+    out of training (`site-report.json`, training/eval_site.py); a line saying how to measure it when missing."""
+    from training.eval_site import REPORT as SITE_REPORT
+
+    if not SITE_REPORT.exists():
+        return f"{SITE_HEADING}\n\nNot measured yet (`make eval-site`).\n\n"
+    report = json.loads(SITE_REPORT.read_text(encoding="utf-8"))
+    rows = []
+    for n, s in report["sizes"].items():
+        if not s.get("sites"):
+            continue
+        m = s["macro"]
+        rows.append(f"| {n} | {s['sites']} | {m['taken']:.0f} | {_pct(m['active'])} | {_f(m['base'])} | "
+                    f"{_f(m['corrected'])} | {_f(m['served'])} | {s['gain_served']:+.3f} | "
+                    f"{s['worst_site_served']['gain']:+.3f} ({s['worst_site_served']['dataset']}) | "
+                    f"{_pct(m['base_benign_flagged'])} / {_pct(m['base_recall'])} | "
+                    f"{_pct(m['suggested_benign_flagged'])} (max {_pct(s['max_site_suggested_benign_flagged'])}) / "
+                    f"{_pct(m['suggested_recall'])} |")
+    table = "\n".join(rows)
+    return f"""{SITE_HEADING}
+
+Each account can learn its moderators' line (`adaptation/`): a correction of the served score on the text's
+embedding, fitted on its labels weighted by how they came to be seen, live only when a cross-validated check on its
+own audited labels beats the served score by 0.01 AUC; and a backtest of its thresholds on the same labels, which
+suggests a review threshold for a {report['target_benign_flagged']:.0%} benign-flagged share. Replayed
+(`training/eval_site.py`, `make eval-site`) on every dataset as a site left out of training (LOSO recipe: base score
+= the toxic head fitted without it, per-language review thresholds): its shuffled dev and test rows, the first half
+the history whose flagged rows, {report['audit_rate']:.0%} audits of allowed rows and {report['report_rate']:.0%}
+reports of unaudited misses give N labels, the second half the future scored. {report['seeds']} seeds, L2
+{report['l2']:g}; means per site, then over sites. "Corrected": the fitted correction whether live or not;
+"served": corrected only where the check let it live. Benign flagged / recall on the future half at the base
+thresholds and at the suggested review threshold.
+
+| labels | sites | history rows | live | base AUC | corrected | served | served gain | worst site (served - base) | base: benign flagged / recall | suggested: benign flagged / recall |
+|---|---|---|---|---|---|---|---|---|---|---|
+{table}
+
+"""
+
+
+def splice_site(card: str) -> str:
+    """`card` with its site section replaced by (or, where it has none, given before its thresholds) the one
+    site-report.json makes now."""
+    section = site_section()
+    if SITE_HEADING in card:
+        start = card.index(SITE_HEADING)
+        end = card.index(_NEXT_AFTER_CASCADE, start)
+    else:
+        start = end = card.index(_NEXT_AFTER_CASCADE)
+    return card[:start] + section + card[end:]
+
+
 def main() -> None:
-    """`python -m training.model_card --cascade`: rewrite only the card's cascade section from the reports, without
-    the evaluation `make eval-text` runs (whose kept figures the rest of the card comes from)."""
+    """`python -m training.model_card --cascade` / `--site`: rewrite only the card's cascade section (and headline) or
+    its site section from the reports, without the evaluation `make eval-text` runs (whose kept figures the rest of
+    the card comes from)."""
     import argparse
 
     from training.loso import REPORT
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cascade", action="store_true", required=True)
-    parser.parse_args()
+    parser.add_argument("--cascade", action="store_true")
+    parser.add_argument("--site", action="store_true")
+    args = parser.parse_args()
+    if not (args.cascade or args.site):
+        parser.error("say which section to rewrite: --cascade, --site or both")
     path = REPORT.parent / "model-card.md"
-    path.write_text(splice_cascade(path.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"rewrote the cascade section of {path}")
+    card = path.read_text(encoding="utf-8")
+    card = splice_cascade(card) if args.cascade else card
+    card = splice_site(card) if args.site else card
+    path.write_text(card, encoding="utf-8")
+    print(f"rewrote the {' and '.join(k for k in ('cascade', 'site') if getattr(args, k))} section of {path}")
 
 
 def _card_header(model, report, figures) -> str:

@@ -1,0 +1,78 @@
+"""The site simulation (training/eval_site.py): how a site's queue turns its history into labels, and what the
+report and the model card say; the real-data check skips without MODERATION_TEXT_DATA_DIR."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from training import eval_site
+from training.text_data import DATA_DIR_ENV, data_dir
+
+
+def synthetic_base(n: int = 600, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    label = rng.random(n) < 0.3
+    score = 1 / (1 + np.exp(-(rng.normal(size=n) + 2.0 * label - 1.5)))
+    embedding = rng.normal(size=(n, 512)).astype(np.float32)
+    return {"dataset": np.array(["site-a", "site-b"] * (n // 2)), "lang": np.array(["en"] * n),
+            "label": label.astype(int), "score": score, "threshold": np.full(n, 0.5), "embedding": embedding}
+
+
+def test_the_walk_labels_every_flagged_row_audits_allowed_ones_and_reports_only_unaudited_misses():
+    base = synthetic_base()
+    history = np.arange(400)
+    labels, taken = eval_site.walk(base, history, 10_000, np.random.default_rng(1))
+    assert taken == 400
+    flagged = [lab for lab in labels if lab.seen == "flagged"]
+    assert len(flagged) == int((base["score"][history] >= 0.5).sum())
+    assert all(lab.sampling_rate == 1.0 for lab in flagged)
+    assert all(lab.sampling_rate == eval_site.AUDIT_RATE for lab in labels if lab.seen == "audit")
+    assert all(lab.harmful and lab.sampling_rate == 1.0 for lab in labels if lab.seen == "report")
+    allowed = int((base["score"][history] < 0.5).sum())
+    assert 0.04 * allowed < sum(lab.seen == "audit" for lab in labels) < 0.2 * allowed
+
+
+def test_the_walk_stops_at_n_labels_and_says_how_many_rows_it_took():
+    base = synthetic_base()
+    labels, taken = eval_site.walk(base, np.arange(600), 50, np.random.default_rng(2))
+    assert len(labels) == 50 and taken < 600 and labels[-1].at == taken
+
+
+def test_a_site_short_of_n_labels_does_not_count_for_that_n():
+    base = synthetic_base(n=200)
+    result = eval_site.simulate(base, l2=100.0, seeds=1, sizes=(20, 5000))
+    assert result["sizes"]["5000"] == {"sites": 0}
+    sizes = result["sizes"]["20"]
+    assert sizes["sites"] == 2 and set(sizes["datasets"]) == {"site-a", "site-b"}
+    for site in sizes["datasets"].values():
+        if not site["active"]:  # off: the served score is the base's
+            assert site["served"] == site["base"]
+
+
+def test_the_committed_report_is_in_the_model_card():
+    if not eval_site.REPORT.exists():
+        pytest.skip("site-report.json not measured yet (make eval-site)")
+    from training import model_card
+
+    report = json.loads(eval_site.REPORT.read_text(encoding="utf-8"))
+    card = (eval_site.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
+    assert model_card.SITE_HEADING in card
+    assert model_card.site_section() in card
+    assert f"{report['sizes']['100']['gain_served']:+.3f}" in card
+
+
+@pytest.mark.skipif(data_dir() is None, reason=f"{DATA_DIR_ENV} is unset or names no directory: "
+                    "the real labelled comments live outside the repository")
+def test_the_committed_report_covers_every_dataset_with_both_classes():
+    if not eval_site.REPORT.exists():
+        pytest.skip("site-report.json not measured yet (make eval-site)")
+    from training.text_data import load_comments
+
+    classes: dict[str, set] = {}
+    for c in load_comments(splits=("dev", "test")):
+        classes.setdefault(c.dataset, set()).add(c.label)
+    report = json.loads(eval_site.REPORT.read_text(encoding="utf-8"))
+    assert set(report["sizes"]["50"]["datasets"]) <= {d for d, labels in classes.items() if len(labels) == 2}
