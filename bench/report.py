@@ -13,6 +13,7 @@ from typing import Any
 
 from bench import cascade, image_time
 from bench.cpu import section as cpu_section
+from bench.adaptation import section as adaptation_section
 from bench.hash_bank import section as hash_bank_section
 from bench.inputs import BENIGN_MIX_MAX_CHARS, BENIGN_MIX_SIZE, BENIGN_MIX_TOXIC_SHARE, SURE_TEXTS
 from bench.limit import BATCH, Limit, served_workload, with_decoding
@@ -70,6 +71,7 @@ class Results:
     started: datetime | None = None
     duration_s: float = 0.0
     hash_bank: Any = None  # bench.hash_bank.HashBankResults (a run saved before it existed has none)
+    adaptation: Any = None  # bench.adaptation.AdaptationResults (likewise)
     profile: Any = None  # bench.cpu.Profile of the plain app's event loop, short text
     baseline: Baseline | None = None  # an earlier run's graph, shown beside this one (`--baseline`)
 
@@ -468,6 +470,7 @@ def document(results: Results) -> str:
         *LEVER_NOTES,
         "",
         *(hash_bank_section(results.hash_bank) + [""] if results.hash_bank is not None else []),
+        *(adaptation_section(results.adaptation) + [""] if getattr(results, "adaptation", None) is not None else []),
         *_flood_section(getattr(results.columns["graph"], "flood", None)),
         "## Observed during the run",
         "",

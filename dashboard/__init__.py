@@ -12,7 +12,9 @@ from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import RedirectResponse, Response
 
-from dashboard import routes_config, routes_insight, routes_login, routes_people, routes_queue, routes_widget
+from dashboard import (
+    routes_adaptation, routes_config, routes_insight, routes_login, routes_people, routes_queue, routes_widget,
+)
 from dashboard.auth import PATH
 from dashboard.errors import LoginRequired, PageError
 from dashboard.pages import render
@@ -40,7 +42,8 @@ def install(app: FastAPI, stores: DashboardStores, image_previews: bool = True) 
     app.state.dashboard_image_previews = image_previews
     headers = page_headers(image_previews)
     app.mount(f"{PATH}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
-    for module in (routes_login, routes_queue, routes_config, routes_people, routes_insight, routes_widget):
+    for module in (routes_login, routes_queue, routes_config, routes_people, routes_insight, routes_widget,
+                   routes_adaptation):
         app.include_router(module.router)
 
     @app.get("/", include_in_schema=False)

@@ -120,9 +120,17 @@ def profile_of(name: str, form: Form, current: Profile) -> Profile:
     try:
         return Profile(name=name, mode=form.text("mode"), report_threshold=_number(form, "report_threshold", int),
                        keep_review_text=form.get("keep_review_text") == "on", categories=categories,
-                       widget_post_anyway=_widget_post_anyway(form, current))  # fmt: skip
+                       widget_post_anyway=_widget_post_anyway(form, current),
+                       **_adaptation_fields(form, current))  # fmt: skip
     except ValidationError as error:
         raise _invalid(error) from None
+
+
+def _adaptation_fields(form: Form, current: Profile) -> dict[str, float]:
+    """The audit rate and the backtest's target (docs/dashboard.md, Site adaptation); a form without them keeps
+    the current ones, so that a form of before these fields never resets them."""
+    return {field: _number(form, field, float) if field in form else getattr(current, field)
+            for field in ("audit_rate", "target_benign_flagged")}  # fmt: skip
 
 
 def _widget_post_anyway(form: Form, current: Profile) -> list[str]:

@@ -33,7 +33,11 @@ from serve_app.auth import services
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
 KINDS = ("image", "text", "report")
-QUEUE_REASONS = ("model_flagged", "report_threshold")
+QUEUE_REASONS = ("model_flagged", "report_threshold", "audit")
+# Why an item is queued, as its page says it. An audit is not a flag: the profile allowed it, and it is one of a
+# random sample (its `audit_rate`) the moderator's decision turns into an unbiased label (adaptation/labels.py).
+REASON_NAMES = {"model_flagged": "model flag", "report_threshold": "user reports",
+                "audit": "audit (random sample of allowed content)"}  # fmt: skip
 QUEUE_PAGE = 50
 
 
@@ -103,6 +107,7 @@ async def item_page(request: Request, item_id: int, viewer: Viewer = Depends(sig
         request, "item.html", item=item, holder=holder, mine=holder == viewer.user.name,
         categories=categories, reports=await dash.browser.report_count(item.account, item.reference),
         reasons=REASONS, chosen_reason={status: preselected(status, top_category) for status in REASONS},
+        reason_name=REASON_NAMES.get(item.reason, item.reason),
         query=query, next_url=item_url(following.id, query) if following else "",
         previous_url=item_url(previous.id, query) if previous else "",
         safe_image_url=preview_url(item.image_url, request.app.state.dashboard_image_previews),

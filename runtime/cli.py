@@ -12,6 +12,11 @@
     moderation-admin usage acme
     moderation-admin feedback acme --limit 20
     moderation-admin audit --limit 50 [--before 1764043200000-0]
+    moderation-admin adaptation acme                 (the account's correction: live or not, why, its labels)
+    moderation-admin refit acme [--profile site-b]   (fits it now; answers it with the profile's backtest)
+    moderation-admin backtest acme site-b            (the profile's recall and benign-flagged share on acme's labels)
+    moderation-admin apply-thresholds acme site-b    (writes the backtest's suggested thresholds into site-b)
+    moderation-admin reset-adaptation acme           (erases acme's labels and correction)
     moderation-admin webhooks create acme https://hooks.example/moderation         (runtime/cli_webhooks.py)
     moderation-admin hashbank export acme > bank.csv                              (runtime/cli_webhooks.py)
     moderation-admin users create alice --role operator      (asks for the password; or MODERATION_USER_PASSWORD)
@@ -38,6 +43,8 @@ import httpx
 import yaml
 
 from runtime.cli_webhooks import add_hash_bank_commands, add_webhook_commands, hash_bank_request, webhook_request
+
+ADAPTATION_COMMANDS = ("adaptation", "refit", "backtest", "apply-thresholds", "reset-adaptation")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--limit", type=int, default=100)
     audit.add_argument("--before", help="next_before of the previous page")
 
+    _add_adaptation_commands(groups)
+
     users = groups.add_parser("users", help="dashboard users").add_subparsers(dest="action", required=True)
     new_user = users.add_parser("create", help="a dashboard user; the password is asked for, never an argument")
     new_user.add_argument("name")
@@ -97,9 +106,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_adaptation_commands(groups: argparse._SubParsersAction) -> None:
+    """Each account's correction and a profile's threshold backtest on its labels (docs/configuration.md)."""
+    groups.add_parser("adaptation", help="an account's correction: live or not, why, its labels").add_argument(
+        "account")
+    refit = groups.add_parser("refit", help="fit an account's correction now, on all its labels")
+    refit.add_argument("account")
+    refit.add_argument("--profile", help="the profile to backtest (default: the one that served most labels)")
+    for name, help_text in (("backtest", "a profile's recall and benign-flagged share on an account's labels"),
+                            ("apply-thresholds", "write the backtest's suggested thresholds into the profile")):
+        command = groups.add_parser(name, help=help_text)
+        command.add_argument("account")
+        command.add_argument("profile")
+    groups.add_parser("reset-adaptation", help="erase an account's labels and correction").add_argument("account")
+
+
+def _adaptation_request(args: argparse.Namespace) -> tuple[str, str, dict]:
+    account = f"/admin/v1/accounts/{args.account}"
+    if args.group == "adaptation":
+        return "GET", f"{account}/text-adaptation", {}
+    if args.group == "refit":
+        return "POST", f"{account}/text-adaptation/refit", {"params": {"profile": args.profile}} if args.profile else {}
+    if args.group == "reset-adaptation":
+        return "DELETE", f"{account}/text-adaptation", {}
+    backtest = f"{account}/profiles/{args.profile}/backtest"
+    return ("GET", backtest, {}) if args.group == "backtest" else ("POST", f"{backtest}/apply", {})
+
+
 def _request(args: argparse.Namespace) -> tuple[str, str, dict]:
     """The (method, path, httpx keyword arguments) of a parsed command."""
     group, action = args.group, getattr(args, "action", None)
+    if group in ADAPTATION_COMMANDS:
+        return _adaptation_request(args)
     if group == "webhooks":
         return webhook_request(args)
     if group == "hashbank":

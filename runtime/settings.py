@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from moderation.admission import DEFAULT_ADMISSION, AdmissionRules
 from store.people.audit_log import AuditRules
 from runtime.haproxy_rules import SourceLimits
+from store.labels.labels import LabelRules
 from store.review.queue import DAY_S, ReviewRules
 from webhooks.deliveries import WebhookRules
 from serve_app.deadlines import TimeLimits
@@ -121,6 +122,13 @@ class Settings(BaseSettings):
     # PDQ hashes one account's bank may hold (store/hash_bank/bank.py: ~150 bytes each in the store); an import past it
     # answers 409 hash_bank_full and adds nothing, a rejected image past it is not banked (counted and logged).
     hash_bank_max_per_account: int = Field(default=ReviewRules.hash_bank_max_entries, ge=0)
+    # Audit items (a profile's `audit_rate`) one account may queue per UTC day; past it allowed content is not audited
+    # until the next day, and the answers are the same.
+    audits_per_day: int = Field(default=ReviewRules.audits_per_account_per_day, ge=0)
+    # Labels one account keeps for its refit (store/labels/labels.py, ~1.6 KB each): those of its decided text items,
+    # and apart those its backend reported (POST /v1/feedback, suggestscore); past either cap the oldest go.
+    labels_per_account: int = Field(default=LabelRules.labels_per_account, ge=1)
+    reported_labels_per_account: int = Field(default=LabelRules.reported_per_account, ge=1)
     # Live browser widget tokens one key may hold (store/widget/tokens.py: ~360 bytes each); past it a mint answers
     # 429 too_many_widget_tokens with Retry-After, until the key's oldest token expires.
     widget_live_tokens_per_key: int = Field(default=LIVE_TOKENS_PER_KEY, ge=1)
@@ -186,6 +194,9 @@ class Settings(BaseSettings):
             pending_retention_s=max(1, round(self.review_pending_days * DAY_S)),
             pending_per_account=self.review_pending_per_account,
             hash_bank_max_entries=self.hash_bank_max_per_account,
+            audits_per_account_per_day=self.audits_per_day,
+            labels=LabelRules(labels_per_account=self.labels_per_account,
+                              reported_per_account=self.reported_labels_per_account),
         )
 
 

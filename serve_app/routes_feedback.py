@@ -37,8 +37,15 @@ class FeedbackResult(BaseModel):
     kept: bool = Field(description="Whether a label was kept (false when the served text model gives no embedding).")
 
 
+FEEDBACK_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "type": "object", "required": ["text", "label"], "additionalProperties": False,
+    "properties": {"text": {"type": "string", "minLength": 1, "description": "At most the plan's characters."},
+                   "label": {"type": "string", "enum": ["harmful", "fine"]},
+                   "reference": {"anyOf": [{"type": "string", "maxLength": MAX_FIELD_CHARS}, {"type": "null"}]}}}}}}}
+
+
 @router.post(
-    "/v1/feedback", response_model=FeedbackResult, response_model_exclude_none=True,
+    "/v1/feedback", response_model=FeedbackResult, response_model_exclude_none=True, openapi_extra=FEEDBACK_BODY,
     responses={**OK_HEADERS, **error_responses(400, 401, 403, 413, 429, 503)},
 )
 async def feedback(request: Request, caller: Caller = Depends(authenticated_caller)) -> FeedbackResult:

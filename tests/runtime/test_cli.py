@@ -68,3 +68,17 @@ def test_widget_commands_set_a_keys_origins_and_read_its_widget_use():
         "PUT", "/admin/v1/keys/key_1/widget", {"json": {"origins": ["https://a.example", "https://b.example"]}})
     assert request("keys", "widget-origins", "key_1") == ("PUT", "/admin/v1/keys/key_1/widget", {"json": {"origins": []}})
     assert request("keys", "widget", "key_1") == ("GET", "/admin/v1/keys/key_1/widget", {})
+
+
+def test_adaptation_commands_make_the_admin_apis_requests():
+    def request(*argv):
+        return _request(_parser().parse_args(list(argv)))
+
+    assert request("adaptation", "acme") == ("GET", "/admin/v1/accounts/acme/text-adaptation", {})
+    assert request("refit", "acme") == ("POST", "/admin/v1/accounts/acme/text-adaptation/refit", {})
+    assert request("refit", "acme", "--profile", "site-b") == (
+        "POST", "/admin/v1/accounts/acme/text-adaptation/refit", {"params": {"profile": "site-b"}})
+    assert request("backtest", "acme", "site-b") == ("GET", "/admin/v1/accounts/acme/profiles/site-b/backtest", {})
+    assert request("apply-thresholds", "acme", "site-b") == (
+        "POST", "/admin/v1/accounts/acme/profiles/site-b/backtest/apply", {})
+    assert request("reset-adaptation", "acme") == ("DELETE", "/admin/v1/accounts/acme/text-adaptation", {})

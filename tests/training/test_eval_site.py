@@ -42,7 +42,7 @@ def test_the_walk_stops_at_n_labels_and_says_how_many_rows_it_took():
 
 
 def test_a_site_short_of_n_labels_does_not_count_for_that_n():
-    base = synthetic_base(n=200)
+    base = synthetic_base(n=400)
     result = eval_site.simulate(base, l2=100.0, seeds=1, sizes=(20, 5000))
     assert result["sizes"]["5000"] == {"sites": 0}
     sizes = result["sizes"]["20"]
