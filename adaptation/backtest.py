@@ -24,7 +24,8 @@ import numpy as np
 from adaptation.labels import Label
 
 CURVE = tuple(round(0.01 * i, 2) for i in range(1, 100))
-BLOCK_SHARE = 0.1  # the suggested block threshold flags at most a tenth of the review target's benign share
+BLOCK_SHARE = 0.1
+Z = 0.0  # the suggested block threshold flags at most a tenth of the review target's benign share
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Backtest:
 
 
 def backtest(scores: np.ndarray, labels: Sequence[Label], *, review: float, block: float,
-             target_benign_flagged: float = 0.10) -> Backtest:
+             target_benign_flagged: float = 0.10, z: float = Z) -> Backtest:
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     if len(scores) != len(labels):
         raise ValueError(f"{len(scores)} scores for {len(labels)} labels")
@@ -80,8 +81,8 @@ def backtest(scores: np.ndarray, labels: Sequence[Label], *, review: float, bloc
         reason = "No fine labels: the benign-flagged share cannot be estimated, so no thresholds are suggested."
     else:
         candidates = _candidates(s)
-        low = _lowest(candidates, s, y, w, target_benign_flagged, 0.0)
-        high = _lowest(candidates, s, y, w, target_benign_flagged * BLOCK_SHARE, low)
+        low = _lowest(candidates, s, y, w, target_benign_flagged, 0.0, z)
+        high = _lowest(candidates, s, y, w, target_benign_flagged * BLOCK_SHARE, low, z)
         suggested, suggested_point = {"review": low, "block": high}, point(low)
         if harmful == 0:
             reason = "No harmful labels: recall cannot be estimated."
@@ -108,15 +109,25 @@ def _candidates(s: np.ndarray) -> np.ndarray:
     return np.unique(np.clip(np.r_[up, up.max() + 1e-4], 0.0, 1.0))
 
 
-def _lowest(candidates: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray, target: float,
-            floor: float) -> float:
-    """The lowest candidate >= floor whose estimated benign-flagged share is at most target (1.0 if none is)."""
+def _lowest(candidates: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray, target: float, floor: float,
+            z: float) -> float:
+    """The lowest candidate >= floor whose benign-flagged share is at most target (1.0 if none is): its Wilson upper
+    bound at z standard errors, on the fine labels' effective number (Kish: (sum w)^2 / sum w^2)."""
     order = np.argsort(s[~y], kind="mergesort")
     fine_scores, fine_weights = s[~y][order], w[~y][order]
     below = np.r_[0.0, np.cumsum(fine_weights)]  # fine weight strictly below each candidate, via searchsorted
     share = 1.0 - below[np.searchsorted(fine_scores, candidates, side="left")] / fine_weights.sum()
+    share = _wilson_upper(np.clip(share, 0.0, 1.0), fine_weights.sum() ** 2 / np.sum(fine_weights ** 2), z)
     meeting = np.where((candidates >= floor) & (share <= target + 1e-12))[0]
     return round(float(candidates[meeting[0]]), 4) if len(meeting) else 1.0
+
+
+def _wilson_upper(p: np.ndarray, n: float, z: float) -> np.ndarray:
+    if z <= 0:
+        return p
+    centre = p + z * z / (2 * n)
+    spread = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre + spread) / (1 + z * z / n)
 
 
 def _rounded(value):

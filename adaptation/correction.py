@@ -25,7 +25,7 @@ import base64
 import hashlib
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -99,6 +99,9 @@ class FitReport:
     audited: int  # flagged + audit labels: those the check scores
     served_auc: float | None  # cross-validated, weighted, on the audited labels
     corrected_auc: float | None
+    # the corrected logit of each label from the fold that held it out (NaN where none did: reports, or no check
+    # ran): for a backtest of the corrected score on the same labels without the in-sample optimism; not stored
+    out_of_fold: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def document(self) -> dict:
         rounded = lambda v: None if v is None else round(v, 4)  # noqa: E731
@@ -142,11 +145,11 @@ def fit_correction(labels: Sequence[Label], *, l2: float = L2, min_gain: float =
     corrected_auc = weighted_auc(y[scored], out_of_fold[scored], weight[scored])
     gain = corrected_auc - served_auc
     if gain < min_gain:
-        return report(correction, f"The correction does not beat the served score on held-out audited labels "
-                                  f"(AUC {corrected_auc:.3f} against {served_auc:.3f}, a gain of {gain:+.3f}; "
-                                  f"{min_gain:.2f} needed).", served_auc, corrected_auc)
-    return FitReport(correction, True, f"Live: AUC {corrected_auc:.3f} against the served {served_auc:.3f} on held-out "
-                                       f"audited labels ({gain:+.3f}).", n, int(audited.sum()), served_auc, corrected_auc)
+        reason = (f"The correction does not beat the served score on held-out audited labels (AUC "
+                  f"{corrected_auc:.3f} against {served_auc:.3f}, a gain of {gain:+.3f}; {min_gain:.2f} needed).")
+        return FitReport(correction, False, reason, n, int(audited.sum()), served_auc, corrected_auc, out_of_fold)
+    reason = f"Live: AUC {corrected_auc:.3f} against the served {served_auc:.3f} on held-out audited labels ({gain:+.3f})."
+    return FitReport(correction, True, reason, n, int(audited.sum()), served_auc, corrected_auc, out_of_fold)
 
 
 def _folds(y: np.ndarray, audited: np.ndarray, folds: int, seed: int) -> list[np.ndarray]:

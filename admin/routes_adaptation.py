@@ -2,7 +2,8 @@
 status, a refit, a reset) and a profile's threshold backtest on the account's labels (read it, apply it).
 
 On the admin listener only, behind the admin token; every change is an entry of the admin audit log (the middleware
-writes one per non-GET call), so applying suggested thresholds is one audited action.
+writes one per non-GET call), so applying suggested thresholds is one audited action. Like other operators' changes
+(a profile's), the entries are not shown to the account's moderators.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from admin.guard import require_admin
 from moderation.site_adaptation import NoSuchProfile, NoSuggestion, SiteAdaptation
 from policy.names import NAME_PATTERN
-from serve_app.audit_names import ACCOUNT_STATE
 from serve_app.auth import services
 from serve_app.errors import ErrorKind, NotFound
 
@@ -43,14 +43,12 @@ async def refit(
 ) -> dict:
     """Fits the account's correction now on all its labels (synchronous) and answers its status with the backtest
     of `profile` (default: the profile that served most of its labels), suggested thresholds included."""
-    setattr(request.state, ACCOUNT_STATE, account)
     return await _site(request).refit(account, profile)
 
 
 @router.delete("/accounts/{account}/text-adaptation", status_code=204)
 async def reset(account: str, request: Request) -> Response:
     """Erases the account's labels and correction; its answers are the served scores again within seconds."""
-    setattr(request.state, ACCOUNT_STATE, account)
     await _site(request).reset(account)
     return Response(status_code=204)
 
@@ -70,7 +68,6 @@ async def read_backtest(account: str, profile: ProfileName, request: Request) ->
 async def apply_backtest(account: str, profile: ProfileName, request: Request) -> dict:
     """Writes the backtest's suggested thresholds into the profile: toxic's, and every other enabled text
     category's moved in step (policy/decision_scale.py). The profile is shared by every key pinned to it."""
-    setattr(request.state, ACCOUNT_STATE, account)
     try:
         moved = await _site(request).apply_suggested_thresholds(account, profile)
     except NoSuchProfile:

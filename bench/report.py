@@ -469,8 +469,7 @@ def document(results: Results) -> str:
         *levers(results),
         *LEVER_NOTES,
         "",
-        *(hash_bank_section(results.hash_bank) + [""] if results.hash_bank is not None else []),
-        *(adaptation_section(results.adaptation) + [""] if getattr(results, "adaptation", None) is not None else []),
+        *_own_sections(results),
         *_flood_section(getattr(results.columns["graph"], "flood", None)),
         "## Observed during the run",
         "",
@@ -479,6 +478,13 @@ def document(results: Results) -> str:
         ratio_line(results),
         "",
     ])
+
+
+def _own_sections(results: Results) -> list[str]:
+    """The sections measured apart from the load (a run saved before one existed has none of it)."""
+    bank, adaptation = results.hash_bank, getattr(results, "adaptation", None)
+    return [*(hash_bank_section(bank) + [""] if bank is not None else []),
+            *(adaptation_section(adaptation) + [""] if adaptation is not None else [])]
 
 
 def _flood_section(flood) -> list[str]:

@@ -68,7 +68,8 @@ class SiteAdaptation:
         await self.adaptation.put(account, status)
         profile = await self._profile(profile_name or _most_used_profile(labels))
         live = report.correction if report.active else None
-        return {**_public(status), "backtest": _backtest(labels, profile, live).document() if profile else None,
+        found = await asyncio.to_thread(_backtest, labels, profile, live) if profile else None
+        return {**_public(status), "backtest": found.document() if found else None,
                 "profile": profile.name if profile else None}
 
     async def status(self, account: str) -> dict:
@@ -89,7 +90,9 @@ class SiteAdaptation:
         profile = await self._profile(profile_name)
         if profile is None:
             raise NoSuchProfile(profile_name)
-        return _backtest(await self.labels.labels(account), profile, await self._live(account))
+        labels = await self.labels.labels(account)
+        # 10,000 labels are a few hundred ms of scoring: off the event loop, as the refit
+        return await asyncio.to_thread(_backtest, labels, profile, await self._live(account))
 
     async def apply_suggested_thresholds(self, account: str, profile_name: str) -> Profile:
         found = await self.backtest(account, profile_name)

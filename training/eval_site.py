@@ -37,6 +37,7 @@ SIZES = (50, 100, 200, 500)
 SEEDS = 5
 AUDIT_RATE, REPORT_RATE = 0.1, 0.3
 TARGET_BENIGN_FLAGGED = 0.10
+OUT_OF_FOLD = True
 REPORT = loso.REPORT.parent / "site-report.json"
 
 
@@ -163,11 +164,14 @@ def site_run(base: dict, history: np.ndarray, future: np.ndarray, n: int, l2: fl
     corrected_logit = base_logit + base["embedding"][future] @ fit.correction.weights + fit.correction.bias \
         if fit.correction is not None else base_logit
     served_logit = corrected_logit if fit.active else base_logit
-    # the backtest on the history labels, scored as the site would now be served (in sample, as the service does)
+    # the backtest on the history labels, scored as the site would now be served: where the correction is live, by
+    # the fold that held each label out (in sample, the labels it was fitted on look better separated than they are)
     label_logit = np.array([lab.served_logit for lab in labels])
     if fit.active:
-        label_logit = label_logit + np.stack([lab.embedding for lab in labels]) @ fit.correction.weights \
+        in_sample = label_logit + np.stack([lab.embedding for lab in labels]) @ fit.correction.weights \
             + fit.correction.bias
+        held_out = fit.out_of_fold if OUT_OF_FOLD else None
+        label_logit = in_sample if held_out is None else np.where(np.isnan(held_out), in_sample, held_out)
     review = float(np.mean(base["threshold"][history]))
     test = backtest(_sigmoid(label_logit), labels, review=review, block=1.0,
                     target_benign_flagged=TARGET_BENIGN_FLAGGED)
