@@ -32,7 +32,7 @@ import numpy as np
 
 from adaptation.labels import Label, logit
 
-L2 = 100.0  # in units of one average-weighted label; see training/eval_site.py
+L2 = 300.0  # per average-weighted label: best served gain, fewest harmed sites of 10..10,000 (training/eval_site.py)
 # Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise: with 10 harmful
 # and 10 fine labels an AUC's standard error is already about 0.07 (Hanley-McNeil at AUC 0.8).
 MIN_AUDITED_PER_CLASS = 10
@@ -148,7 +148,8 @@ def fit_correction(labels: Sequence[Label], *, l2: float = L2, min_gain: float =
         reason = (f"The correction does not beat the served score on held-out audited labels (AUC "
                   f"{corrected_auc:.3f} against {served_auc:.3f}, a gain of {gain:+.3f}; {min_gain:.2f} needed).")
         return FitReport(correction, False, reason, n, int(audited.sum()), served_auc, corrected_auc, out_of_fold)
-    reason = f"Live: AUC {corrected_auc:.3f} against the served {served_auc:.3f} on held-out audited labels ({gain:+.3f})."
+    reason = (f"Live: AUC {corrected_auc:.3f} against the served {served_auc:.3f} on held-out audited labels "
+              f"({gain:+.3f}).")
     return FitReport(correction, True, reason, n, int(audited.sum()), served_auc, corrected_auc, out_of_fold)
 
 

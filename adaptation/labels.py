@@ -38,8 +38,8 @@ class Label:
     language: str | None
     at: float  # unix time of the label
     profile: str | None = None  # the profile that served the text
-    # The served scores of the text's other enabled text categories: a profile decides on all of them
-    # (policy/decision_scale.py), so the backtest needs them beside toxic.
+    # The served scores of the text's other enabled text categories: a profile flags on any of them, so the backtest
+    # needs them beside toxic.
     scores: dict[str, float] = field(default_factory=dict)
 
     @property

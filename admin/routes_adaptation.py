@@ -66,8 +66,8 @@ async def read_backtest(account: str, profile: ProfileName, request: Request) ->
 
 @router.post("/accounts/{account}/profiles/{profile}/backtest/apply")
 async def apply_backtest(account: str, profile: ProfileName, request: Request) -> dict:
-    """Writes the backtest's suggested thresholds into the profile: toxic's, and every other enabled text
-    category's moved in step (policy/decision_scale.py). The profile is shared by every key pinned to it."""
+    """Writes the backtest's suggested thresholds into the profile as toxic's review and block thresholds. The
+    profile is shared by every key pinned to it."""
     try:
         moved = await _site(request).apply_suggested_thresholds(account, profile)
     except NoSuchProfile:

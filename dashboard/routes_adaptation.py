@@ -171,17 +171,16 @@ def _share(value: float | None) -> str:
 
 def _row(name: str, point: OperatingPoint | None, threshold: float | None = None) -> BacktestRow:
     at = point.threshold if point is not None else threshold
-    return BacktestRow(name, "—" if at is None else f"{at:.4g}", _share(point.recall if point else None),
+    return BacktestRow(name, "—" if at is None else str(round(at, 4)), _share(point.recall if point else None),
                        _share(point.benign_flagged if point else None))
 
 
 def backtest_rows(found: Backtest) -> list[BacktestRow]:
-    """The profile's current review and block thresholds and the suggested ones, each with its estimates. The
-    backtest gives no estimates at the suggested block threshold (only the threshold), so that row has none."""
+    """The profile's current review and block thresholds and the suggested ones, each with its estimates."""
     suggested = found.suggested_thresholds or {}
     return [_row("Current review", found.review), _row("Current block", found.block),
             _row("Suggested review", found.suggested_review, suggested.get("review")),
-            _row("Suggested block", None, suggested.get("block"))]  # fmt: skip
+            _row("Suggested block", found.suggested_block, suggested.get("block"))]  # fmt: skip
 
 
 # The chart's frame, in SVG user units: the plot is the square-ish area inside the margins (axis labels outside).

@@ -5,12 +5,14 @@ refits as labels arrive. Store reads and writes here; the fitting and estimating
   `adaptation.correction.fit_correction`; the fit, live or not and why, replaces the last one in one write
   (store/labels/adaptation.py), which the ingress replicas read within seconds (moderation/text_correction.py). It
   runs in a worker thread: a refit of 10,000 labels is about a second of CPU that must not stall the admin API.
-- **Backtest** (`SiteAdaptation.backtest`): each label's text as a profile would now decide it, on one number (its
-  decision score on toxic's scale: policy/decision_scale.py, with the live correction applied to toxic), estimated
-  by `adaptation.backtest.backtest` against the profile's thresholds and its `target_benign_flagged`.
-- **Applying** the suggested thresholds (`apply_suggested_thresholds`) moves every enabled text category of the
-  profile in step (`policy.decision_scale.thresholds_moved`); the admin API logs it as one audited action. A profile
-  is shared by every key pinned to it: give each site its own profile before applying its line.
+- **Backtest** (`SiteAdaptation.backtest`): each label's text as the profile would now flag it, on toxic's score
+  (with the live correction; out of fold: each text scored by a correction fitted without it, since on the labels it
+  was fitted on a correction looks better than it is), estimated by `adaptation.backtest.backtest` against the
+  profile's toxic thresholds and its `target_benign_flagged`. A text another enabled category flags by itself (say
+  insult, at its own review threshold) counts as flagged at every toxic threshold: the suggestion moves toxic's
+  thresholds only, and says what they do beside the others as they stand.
+- **Applying** the suggested thresholds (`apply_suggested_thresholds`) writes them as toxic's; the admin API logs
+  it as one audited action. A profile is shared by every key pinned to it: give each site its own profile first.
 - **Background refits** (`refit_due_accounts`): an account whose first new label is `settle_s` old is refitted; one
   account's refit never reads another's labels.
 """
@@ -28,7 +30,6 @@ import numpy as np
 from adaptation.backtest import Backtest, backtest
 from adaptation.correction import Correction, fit_correction
 from adaptation.labels import Label
-from policy.decision_scale import decision_score, thresholds_moved
 from policy.types import PRIMARY_CATEGORIES, Profile
 from store.keys.config import ConfigStore
 from store.labels.adaptation import AdaptationStore
@@ -68,7 +69,7 @@ class SiteAdaptation:
         await self.adaptation.put(account, status)
         profile = await self._profile(profile_name or _most_used_profile(labels))
         live = report.correction if report.active else None
-        found = await asyncio.to_thread(_backtest, labels, profile, live) if profile else None
+        found = await asyncio.to_thread(_backtest, labels, profile, live, report.out_of_fold) if profile else None
         return {**_public(status), "backtest": found.document() if found else None,
                 "profile": profile.name if profile else None}
 
@@ -99,7 +100,8 @@ class SiteAdaptation:
         if found.suggested_thresholds is None:
             raise NoSuggestion(found.reason or "The backtest suggests no thresholds.")
         profile = await self._profile(profile_name)
-        moved = thresholds_moved(profile, found.suggested_thresholds["review"], found.suggested_thresholds["block"])
+        toxic = profile.categories[TOXIC].model_copy(update=found.suggested_thresholds)
+        moved = profile.model_copy(update={"categories": {**profile.categories, TOXIC: toxic}})
         await self.config.put_profile(moved)
         return moved
 
@@ -113,19 +115,31 @@ class SiteAdaptation:
         return await self.config.get_profile(name) if name else None
 
 
-def label_scores(labels: Sequence[Label], profile: Profile, correction: Correction | None) -> np.ndarray:
-    """Each label's text as `profile` would now decide it: its decision score, with `correction` on toxic."""
-    out = np.empty(len(labels))
-    for i, label in enumerate(labels):
-        toxic = correction.score(label.served_score, label.embedding) if correction else label.served_score
-        out[i] = decision_score({**label.scores, TOXIC: toxic}, profile)
-    return out
+def label_scores(labels: Sequence[Label], profile: Profile, live: Correction | None,
+                 held_out: np.ndarray | None = None) -> np.ndarray:
+    """Each label's text as `profile` would now flag it: its toxic score (with the live correction, out of fold:
+    `held_out` logits from the fit's check, else a check run now), or 1.0 when another enabled text category reaches
+    its own review threshold (flagged whatever toxic's)."""
+    toxic = np.array([label.served_score for label in labels])
+    if live is not None and labels:
+        held_out = fit_correction(labels).out_of_fold if held_out is None else held_out
+        in_sample = np.array([live.score(label.served_score, label.embedding) for label in labels])
+        toxic = in_sample if held_out is None else np.where(np.isnan(held_out), in_sample, _sigmoid(held_out))
+    others = [c for c in profile.enabled_categories("text") if c != TOXIC]
+    flagged_by_others = np.array([any(label.scores.get(c, 0.0) >= profile.categories[c].review for c in others)
+                                  for label in labels], dtype=bool)  # fmt: skip
+    return np.where(flagged_by_others, 1.0, toxic)
 
 
-def _backtest(labels: Sequence[Label], profile: Profile, correction: Correction | None) -> Backtest:
+def _sigmoid(logits: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(logits, -50, 50)))
+
+
+def _backtest(labels: Sequence[Label], profile: Profile, correction: Correction | None,
+              held_out: np.ndarray | None = None) -> Backtest:
     limits = profile.categories[TOXIC]
-    return backtest(label_scores(labels, profile, correction), labels, review=limits.review, block=limits.block,
-                    target_benign_flagged=profile.target_benign_flagged)
+    return backtest(label_scores(labels, profile, correction, held_out), labels, review=limits.review,
+                    block=limits.block, target_benign_flagged=profile.target_benign_flagged)
 
 
 def _most_used_profile(labels: Sequence[Label]) -> str | None:

@@ -13,9 +13,31 @@ the gate made it live). Then `backtest` on the history labels (scored as served 
 a benign-flagged target of 10%; on the future half, its benign-flagged share and recall against the base thresholds'.
 Figures are means over SEEDS seeds per site, then means over sites (macro) and over a language's sites.
 
-Choosing `fit_correction`'s default L2 (penalty on w per unit of normalised label weight, features = the embedding
-centred and divided by one global scale), macro served AUC gain over the base at 50/100/200/500 labels, 5 seeds:
-RESULTS_FILLED_IN_BELOW
+Choosing `fit_correction`'s default L2 (the penalty on w, in units of one average-weighted label) and the feature
+scaling, 5 seeds (2026-11-29): macro AUC gain over the base, served (gated) / corrected (ungated), and the worst
+site's served gain, at 50 / 100 / 200 / 500 labels (17 / 11 / 8 / 3 sites):
+
+| features, L2 | served gain | corrected gain | worst site |
+|---|---|---|---|
+| global scale, 30 | +.001 / .000 / +.008 / +.002 | -.017 / -.019 / -.012 / -.009 | -.011 / -.024 / -.008 / 0 |
+| global scale, 100 | +.003 / +.003 / +.010 / +.001 | -.009 / -.008 / -.002 / -.002 | -.015 / -.021 / -.006 / -.006 |
+| **global scale, 300** | +.003 / +.004 / +.009 / +.001 | -.003 / -.001 / +.004 / +.001 | -.005 / -.014 / 0 / -.004 |
+| global scale, 1000 | +.002 / +.001 / +.007 / .000 | +.001 / +.001 / +.005 / .000 | -.003 / -.011 / 0 / 0 |
+| global scale, 3000 | .000 / +.001 / +.003 / .000 | +.001 / +.002 / +.004 / .000 | -.001 / -.004 / 0 / 0 |
+| per-feature, 100 | +.002 / +.003 / +.011 / +.003 | -.013 / -.015 / -.009 / .000 | -.019 / -.020 / 0 / 0 |
+| per-feature, 1000 | .000 / +.002 / +.007 / +.001 | +.001 / +.001 / +.003 / +.001 | -.002 / -.010 / 0 / 0 |
+| global, 300, no reports in fit | +.002 / .000 / +.008 / +.003 | .000 / +.001 / +.005 / +.002 | -.005 / -.017 / 0 / 0 |
+
+(L2 10,000 either way: every figure within 0.002 of 0.) L2 300 on the globally scaled embedding: the best served
+gains with the fewest harmful sites, and the first whose ungated correction no longer loses on average from 200
+labels. Per-feature standardisation fits noise in the low-variance directions (worse at equal L2). Leaving the
+reports out of the fit (they are a sample of harmful allowed texts chosen by their label, which biases a fit towards
+flattening the served score) changed nothing beyond the noise of 5 seeds; they stay in.
+
+The ceiling (`ceiling` in the report): every history row labelled, no sampling, no queue: +0.014 macro (L2 100 and
+300; L2 30 +0.008, L2 10 -0.006); 100 random labels +0.000, 200 +0.011. A linear correction of this base on these
+sites cannot reach the issue's +0.02 / +0.03 targets at 50 to 200 labels: a few sites gain (told-br +0.05, latent
+hatred +0.06, stormfront +0.04, davidson +0.035, ru +0.03, poleval +0.03 at the ceiling), the rest not at all.
 """
 
 from __future__ import annotations
@@ -132,7 +154,33 @@ def simulate(base: dict, *, l2: float, seeds: int = SEEDS, sizes=SIZES) -> dict:
                     runs[n].setdefault(dataset, []).append(run)
     return {"l2": l2, "seeds": seeds, "audit_rate": AUDIT_RATE, "report_rate": REPORT_RATE,
             "target_benign_flagged": TARGET_BENIGN_FLAGGED,
-            "sizes": {str(n): _summary(runs[n], site_lang) for n in sizes}}
+            "sizes": {str(n): _summary(runs[n], site_lang) for n in sizes},
+            "ceiling": ceiling(base, list(site_lang), l2, seeds)}
+
+
+def ceiling(base: dict, sites: list[str], l2: float, seeds: int) -> dict:
+    """What the correction could give at best here: every history row labelled (as an audit at rate 1, so no
+    sampling noise and no queue bias), the future scored as above."""
+    gains: dict[str, list[tuple[float, float]]] = {}
+    for dataset in sites:
+        rows = np.where(base["dataset"] == dataset)[0]
+        for seed in range(seeds):
+            order = np.random.default_rng(seed).permutation(rows)
+            history, future = order[: len(order) // 2], order[len(order) // 2:]
+            labels = [Label(base["embedding"][i], logit(base["score"][i]), bool(base["label"][i]), "audit", 1.0,
+                            None, 0.0) for i in history]
+            fit = fit_correction(labels, l2=l2, seed=seed)
+            y = base["label"][future].astype(bool)
+            base_logit = np.array([logit(s) for s in base["score"][future]])
+            corrected = base_logit + base["embedding"][future] @ fit.correction.weights + fit.correction.bias
+            served = roc_auc(y, corrected) if fit.active else roc_auc(y, base_logit)
+            gains.setdefault(dataset, []).append((roc_auc(y, corrected) - roc_auc(y, base_logit),
+                                                  served - roc_auc(y, base_logit)))
+    per_site = {d: {"corrected": float(np.mean([g[0] for g in v])), "served": float(np.mean([g[1] for g in v]))}
+                for d, v in gains.items()}
+    return {"history_rows": float(np.mean([len(np.where(base["dataset"] == d)[0]) // 2 for d in sites])),
+            "gain_corrected": float(np.mean([s["corrected"] for s in per_site.values()])),
+            "gain_served": float(np.mean([s["served"] for s in per_site.values()])), "datasets": per_site}
 
 
 def walk(base: dict, history: np.ndarray, n: int, rng: np.random.Generator) -> tuple[list[Label], int]:

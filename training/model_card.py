@@ -708,6 +708,11 @@ def site_section() -> str:
                     f"{_pct(m['base_benign_flagged'])} / {_pct(m['base_recall'])} | "
                     f"{_pct(m['suggested_benign_flagged'])} (max {_pct(s['max_site_suggested_benign_flagged'])}) / "
                     f"{_pct(m['suggested_recall'])} |")
+    top = report.get("ceiling")
+    ceiling = "" if top is None else (
+        f"At best (every history row labelled, {top['history_rows']:.0f} a site on average, no sampling and no queue "
+        f"bias) the correction gains {top['gain_corrected']:+.3f} macro, {top['gain_served']:+.3f} gated: the "
+        "ceiling of a linear correction on these sites. ")
     table = "\n".join(rows)
     return f"""{SITE_HEADING}
 
@@ -715,19 +720,40 @@ Each account can learn its moderators' line (`adaptation/`): a correction of the
 embedding, fitted on its labels weighted by how they came to be seen, live only when a cross-validated check on its
 own audited labels beats the served score by 0.01 AUC; and a backtest of its thresholds on the same labels, which
 suggests a review threshold for a {report['target_benign_flagged']:.0%} benign-flagged share. Replayed
-(`training/eval_site.py`, `make eval-site`) on every dataset as a site left out of training (LOSO recipe: base score
-= the toxic head fitted without it, per-language review thresholds): its shuffled dev and test rows, the first half
-the history whose flagged rows, {report['audit_rate']:.0%} audits of allowed rows and {report['report_rate']:.0%}
-reports of unaudited misses give N labels, the second half the future scored. {report['seeds']} seeds, L2
-{report['l2']:g}; means per site, then over sites. "Corrected": the fitted correction whether live or not;
-"served": corrected only where the check let it live. Benign flagged / recall on the future half at the base
-thresholds and at the suggested review threshold.
+(`training/eval_site.py`, `make eval-site`) on every dataset as a site left out of training (LOSO recipe: base
+score = the toxic head fitted without it, per-language review thresholds): its shuffled dev and test rows, the
+first half the history whose flagged rows, {report['audit_rate']:.0%} audits of allowed rows and
+{report['report_rate']:.0%} reports of unaudited misses give N labels, the second half the future scored.
+{report['seeds']} seeds, L2 {report['l2']:g}; means per site, then over the sites whose history reached N labels.
+"Corrected": the fitted correction whether live or not; "served": corrected only where the check let it live.
+Benign flagged / recall on the future half at the base thresholds and at the suggested review threshold.
 
 | labels | sites | history rows | live | base AUC | corrected | served | served gain | worst site (served - base) | base: benign flagged / recall | suggested: benign flagged / recall |
 |---|---|---|---|---|---|---|---|---|---|---|
 {table}
 
+{ceiling}{site_targets(report)}
+
 """
+
+
+def site_targets(report: dict) -> str:
+    """The issue's targets, each met or missed by how much."""
+    sizes = {n: s for n, s in report["sizes"].items() if s.get("sites")}
+    parts = []
+    for n, want in (("50", 0.02), ("100", 0.02), ("200", 0.03)):
+        if n in sizes:
+            gain = sizes[n]["gain_served"]
+            parts.append(f"{n} labels {gain:+.3f} ({'met' if gain >= want else f'missed by {want - gain:.3f}'})")
+    worst = min((s["worst_site_served"]["gain"], n) for n, s in sizes.items())
+    benign = max((s["macro"]["suggested_benign_flagged"], n) for n, s in sizes.items())
+    high = max((s["max_site_suggested_benign_flagged"], n) for n, s in sizes.items())
+    return (f"Targets: macro served gain at least +0.02 at 50 and 100 labels, +0.03 at 200: {'; '.join(parts)}. "
+            f"No site below the base by more than 0.01: worst {worst[0]:+.3f} at {worst[1]} labels "
+            f"({'met' if worst[0] >= -0.01 else f'missed by {-0.01 - worst[0]:.3f}'}). Suggested thresholds at most "
+            f"10% benign flagged over the sites: at most {_pct(benign[0])} "
+            f"({'met' if benign[0] <= 0.10 else 'missed'}); none above 15%: at most {_pct(high[0])} at {high[1]} "
+            f"labels ({'met' if high[0] <= 0.15 else f'missed by {100 * (high[0] - 0.15):.1f} points'}).")
 
 
 def splice_site(card: str) -> str:

@@ -26,7 +26,7 @@ def tiny() -> tuple[np.ndarray, list[Label]]:
 
 def test_the_weighted_estimates_equal_a_hand_computation():
     scores, labels = tiny()
-    result = backtest(scores, labels, review=0.5, block=0.8)
+    result = backtest(scores, labels, review=0.5, block=0.8, z=0.0)
     # harmful weight: 1 (0.9) + 10 (0.3) = 11; fine: 1 (0.7) + 10 (0.2) + 2 (0.6) = 13
     assert result.review.recall == pytest.approx(1 / 11)
     assert result.review.benign_flagged == pytest.approx((1 + 2) / 13)
@@ -64,7 +64,7 @@ def test_suggested_thresholds_meet_the_target_on_the_labels():
     labels = [label(bool(h), "flagged" if f else "audit", 1.0 if f else 0.1)
               for h, f in zip(harmful[keep], flagged[keep])]
     scores = scores[keep]
-    result = backtest(scores, labels, review=0.5, block=0.9, target_benign_flagged=0.05)
+    result = backtest(scores, labels, review=0.5, block=0.9, target_benign_flagged=0.05, z=0.0)
     review, block = result.suggested_thresholds["review"], result.suggested_thresholds["block"]
     weights = np.array([lab.weight for lab in labels])
     fine = ~np.array([lab.harmful for lab in labels])
@@ -74,6 +74,16 @@ def test_suggested_thresholds_meet_the_target_on_the_labels():
     below = scores[scores < review].max()  # the next lower label score would miss the target
     assert share(below) > 0.05
     assert result.suggested_review.benign_flagged == pytest.approx(share(review))
+
+
+def test_the_suggestion_with_an_upper_bound_is_never_lower_than_the_point_estimates():
+    rng = np.random.default_rng(1)
+    harmful = rng.random(300) < 0.2
+    scores = np.clip(rng.normal(np.where(harmful, 0.7, 0.35), 0.15), 0, 1)
+    labels = [label(bool(h), "audit", 0.1) for h in harmful]
+    point = backtest(scores, labels, review=0.5, block=0.9, z=0.0).suggested_thresholds
+    bounded = backtest(scores, labels, review=0.5, block=0.9, z=1.0).suggested_thresholds
+    assert bounded["review"] > point["review"] and bounded["block"] >= point["block"]
 
 
 def test_the_curve_covers_one_to_ninety_nine_hundredths_and_never_rises():

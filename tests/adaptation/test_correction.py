@@ -98,6 +98,14 @@ def test_too_few_audited_labels_stay_off_with_a_reason():
     assert report.correction is not None and report.examples == 15
 
 
+def test_out_of_fold_logits_are_given_for_the_held_out_labels_only():
+    labels = queue_labels(*traffic(2000, seed=12), seed=12)
+    report = fit_correction(labels)
+    held = ~np.isnan(report.out_of_fold)
+    assert held.tolist() == [lab.seen != "report" for lab in labels]
+    assert "out_of_fold" not in report.document()
+
+
 def test_no_labels_or_a_single_class_fit_nothing():
     assert fit_correction([]).correction is None and fit_correction([]).reason == "No labels yet."
     x, served, _ = traffic(20, seed=7)
