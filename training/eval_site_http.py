@@ -124,7 +124,9 @@ def sites(history: int, future: int) -> dict[str, list]:
     for comment in load_comments():
         if comment.dataset in SERVED_TRAINING_EXCLUDES:
             by_dataset.setdefault(comment.dataset, []).append(comment)
-    return {name: rows for name, rows in sorted(by_dataset.items()) if len(rows) >= history + future}
+    # A site needs both kinds of comment in its future to measure a ranking (EDOS's rows here are all sexist).
+    return {name: rows for name, rows in sorted(by_dataset.items())
+            if len(rows) >= history + future and min(sum(c.label for c in rows), sum(1 - c.label for c in rows)) >= 50}
 
 
 def main() -> None:

@@ -1,0 +1,446 @@
+"""Probe: cheaper per-account corrections than the embedding residual, and stricter gates (an experiment, not a target).
+
+`python -m training.site_features_probe [--seeds N]` (MODERATION_TEXT_DATA_DIR set). Sites: the datasets the served
+text model never trained on (`training.loso.SERVED_TRAINING_EXCLUDES`), all their splits (none was trained on),
+those with at least MIN_PER_CLASS rows of each class. Every comment is scored once by the **served** model
+(`TextToxicityModel.predict_with_evidence`: calibrated scores of every served category and the worst toxic window's
+embedding), cached under .data/site_features/. Then training/eval_site.py's protocol: per site and seed, shuffle,
+first half = history, second half = future; walk the history: a row the default profile sends to review (any of its
+enabled text categories at or above its review threshold, config/profiles.yaml: what the service does) is a
+`flagged` label (rate 1), an allowed row is audited with probability AUDIT_RATE (rate 0.1), an allowed toxic row not
+audited is reported with probability REPORT_RATE (rate 1); stop at N labels (a site counts only for the N it reaches).
+Each correction is fitted on the labels; the future half's ROC AUC of the toxic score, corrected against served.
+
+Corrections, all `corrected logit = served toxic logit + w . x + b`, weighted logistic regression with the served
+logit as offset, label weights 1/rate normalised to mean 1, b free:
+- `emb`: adaptation/correction.py's `fit_correction` as it is (x = the worst window's embedding, L2 300 on the
+  globally scaled embedding);
+- `cat`: x = the logits of the served model's other category scores (every served category but toxic, clipped to
+  [1e-4, 1 - 1e-4]), `std` = each standardised (weighted, on the labels), `raw` = only centred (they are all logits
+  already); L2 in units of one average-weighted label, as in correction.py;
+- `cat+emb`: both blocks, each with its own penalty (the category block's L2 as `cat`, the embedding's 300).
+Gates, each on the 5-fold cross-validated weighted AUC of the audited (flagged + audit) labels, pooled out-of-fold
+(correction.py's check, its folds): `cv10` = correction.py's (at least 10 audited labels of each class, gain >=
+0.01); `cv20` = at least 20 of each; `boot` = at least 10 of each and gain - 0.5 SE >= 0.01, SE of the paired gain
+by a class-stratified weighted bootstrap (BOOTSTRAP resamples of the out-of-fold labels); `hm` = the same with
+Hanley-McNeil's SE of the corrected AUC (Kish effective counts per class; ignores the pairing, so conservative);
+`boot20` = `boot` and at least 20 of each.
+
+Results (2026-11-29, 5 seeds, RESULTS below).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from adaptation.correction import L2 as EMBEDDING_L2
+from adaptation.correction import _folds, fit_correction, weighted_auc
+from adaptation.labels import Label
+from training import loso
+from training.eval_site import AUDIT_RATE, REPORT_RATE
+from training.metrics import roc_auc
+
+SIZES = (50, 100, 200)
+SEEDS = 5
+MIN_PER_CLASS = 50
+CLIP = 1e-4
+CATEGORY_L2 = (1.0, 3.0, 10.0, 30.0)
+MIN_GAIN, FOLDS, BOOTSTRAP = 0.01, 5, 200
+GATES = ("cv10", "cv20", "boot", "hm", "boot20")
+CACHE_DIR = loso.CACHE_DIR.parent / "site_features"
+REPORT = CACHE_DIR / "probe-report.json"
+_NEWTON_STEPS, _TOLERANCE = 30, 1e-6
+
+
+def main() -> None:
+    import torch
+
+    from models.text_toxicity import TextToxicityModel
+    from training.text_data import load_comments
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=SEEDS)
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--category-l2", type=float, nargs="*", default=list(CATEGORY_L2))
+    parser.add_argument("--joint-l2", type=float, nargs="*", default=None,
+                        help="category L2s of cat+emb (default: all of --category-l2)")
+    parser.add_argument("--scalings", nargs="*", default=["std", "raw"])
+    parser.add_argument("--no-reports", action="store_true", help="also each variant fitted without the reports")
+    parser.add_argument("--ceiling", action="store_true", help="also every history row labelled (ungated)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    started = time.time()
+    model = TextToxicityModel.load(threads=1)
+    data = served_scores(model, load_comments())
+    print(f"served scores of {len(data['label'])} rows in {time.time() - started:.0f} s")
+    check_solver(data)
+    variants = [("emb", None)]
+    variants += [(f"cat-{s} {l2:g}", {"cat": (l2, s)}) for s in args.scalings for l2 in args.category_l2]
+    variants += [(f"cat-std+emb {l2:g}", {"cat": (l2, "std"), "emb": (EMBEDDING_L2, "global")})
+                 for l2 in (args.joint_l2 if args.joint_l2 is not None else args.category_l2)]
+    if args.no_reports:  # the same fitted on the flagged and audit labels only
+        variants += [(f"{name} norep", {"emb": (EMBEDDING_L2, "global")} if spec is None else spec)
+                     for name, spec in variants]
+        variants = [(name, spec | {"_no_reports": True} if name.endswith("norep") else spec)
+                    for name, spec in variants]
+    result = simulate(data, variants, seeds=args.seeds, sizes=args.sizes)
+    if args.ceiling:
+        result["ceiling"] = ceiling(data, variants, seeds=args.seeds)
+    result["seconds"] = round(time.time() - started)
+    result["model_version"] = model.model_version
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print_tables(result)
+    print(f"wrote {REPORT} in {result['seconds']} s")
+
+
+def review_thresholds() -> dict[str, float]:
+    """The default profile's review threshold of each enabled text category (config/profiles.yaml)."""
+    from runtime.bootstrap import load_profiles
+
+    profile = {p.name: p for p in load_profiles(Path(__file__).resolve().parent.parent / "config")}["default"]
+    return {c: profile.categories[c].review for c in profile.enabled_categories("text")}
+
+
+def served_scores(model, comments) -> dict[str, np.ndarray]:
+    """Every comment of the sites, scored by the served model: its calibrated scores (rows x model.categories), the
+    embedding of its worst toxic window (float16, as a label keeps it), its dataset, language and label; cached."""
+    rows = [c for c in comments if c.dataset in loso.SERVED_TRAINING_EXCLUDES]
+    digest = hashlib.sha256()
+    for c in rows:
+        digest.update(f"{c.source}\x00{c.label}\x00{c.text}\x00".encode("utf-8"))
+    path = CACHE_DIR / f"served-{model.model_version}-{digest.hexdigest()[:16]}.npz"
+    if path.exists():
+        return dict(np.load(path, allow_pickle=False))
+    scores = np.zeros((len(rows), len(model.categories)))
+    embedding = np.zeros((len(rows), 512), dtype=np.float16)
+    for start in range(0, len(rows), 1000):
+        chunk = rows[start:start + 1000]
+        for i, (calibrated, _, evidence) in enumerate(model.predict_with_evidence([c.text for c in chunk])):
+            scores[start + i] = [calibrated[k] for k in model.categories]
+            if evidence is not None:
+                embedding[start + i] = evidence.embedding
+    data = {"dataset": np.array([c.dataset for c in rows]), "lang": np.array([c.lang for c in rows]),
+            "label": np.array([c.label for c in rows], dtype=np.int8), "scores": scores,
+            "categories": np.array(model.categories), "embedding": embedding}
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **data)
+    return data
+
+
+def _logit(p: np.ndarray, eps: float) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
+    return np.log(p / (1 - p))
+
+
+def prepared(data: dict) -> dict:
+    """The arrays the simulation reads: served toxic logit (as adaptation.labels.logit), the category logits, the
+    embedding (float32), the default profile's flags."""
+    categories = [str(c) for c in data["categories"]]
+    scores = data["scores"]
+    review = review_thresholds()
+    flagged = np.zeros(len(scores), dtype=bool)
+    for category, threshold in review.items():
+        flagged |= scores[:, categories.index(category)] >= threshold
+    others = [i for i, c in enumerate(categories) if c != "toxic"]
+    return {"dataset": data["dataset"], "lang": data["lang"], "label": data["label"].astype(bool),
+            "offset": _logit(scores[:, categories.index("toxic")], 1e-6),
+            "cat": _logit(scores[:, others], CLIP), "cat_names": [categories[i] for i in others],
+            "emb": data["embedding"].astype(np.float32), "flagged": flagged, "review": review}
+
+
+def sites(p: dict) -> dict[str, np.ndarray]:
+    out = {}
+    for dataset in sorted(set(p["dataset"].tolist())):
+        rows = np.where(p["dataset"] == dataset)[0]
+        if min(p["label"][rows].sum(), (~p["label"][rows]).sum()) >= MIN_PER_CLASS:
+            out[dataset] = rows
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------- fitting
+
+def _newton(z: np.ndarray, offset: np.ndarray, y: np.ndarray, v: np.ndarray, penalty: np.ndarray) -> np.ndarray:
+    """correction.py's `_fit` loop with one penalty per feature: theta = (w, b), b unpenalised."""
+    d = z.shape[1]
+    theta = np.zeros(d + 1)
+    penalty = np.r_[penalty, 0.0]
+
+    def loss(t: np.ndarray) -> float:
+        eta = offset + z @ t[:-1] + t[-1]
+        return float(np.sum(v * (np.logaddexp(0.0, eta) - y * eta)) + 0.5 * np.sum(penalty * t * t))
+
+    current = loss(theta)
+    for _ in range(_NEWTON_STEPS):
+        eta = offset + z @ theta[:-1] + theta[-1]
+        p = 1.0 / (1.0 + np.exp(-eta))
+        r = v * (p - y)
+        gradient = np.r_[z.T @ r, r.sum()] + penalty * theta
+        h = v * p * (1.0 - p)
+        hessian = np.empty((d + 1, d + 1))
+        hessian[:d, :d] = (z * h[:, None]).T @ z
+        hessian[:d, d] = hessian[d, :d] = z.T @ h
+        hessian[d, d] = h.sum() + 1e-9
+        hessian[np.diag_indices(d + 1)] += penalty
+        step = np.linalg.solve(hessian, gradient)
+        for _ in range(20):
+            candidate = theta - step
+            new = loss(candidate)
+            if new <= current + 1e-12:
+                break
+            step /= 2
+        decrease = current - new
+        theta, current = candidate, new
+        if decrease < _TOLERANCE * (1.0 + abs(current)):
+            break
+    return theta
+
+
+def fit_blocks(blocks: dict[str, np.ndarray], spec: dict, offset, y, weight) -> tuple[dict[str, np.ndarray], float]:
+    """Weighted logistic regression with the offset; per block of features (name -> (l2, scaling)) its own scaling,
+    fitted on these rows (`std`: each feature by its weighted SD; `raw`: centred only; `global`: centred, divided by
+    one RMS over the block, as correction.py scales the embedding) and its own L2. Returns the weights on the raw
+    features per block and the bias."""
+    v = weight / weight.mean()
+    columns, penalties, means, scales = [], [], {}, {}
+    for name, (l2, scaling) in _blocks(spec).items():
+        x = blocks[name].astype(np.float64)
+        mean = (v[:, None] * x).sum(axis=0) / v.sum()
+        z = x - mean
+        if scaling == "std":
+            scale = np.sqrt((v[:, None] * z * z).sum(axis=0) / v.sum())
+            scale[scale < 1e-9] = 1.0
+        elif scaling == "global":
+            scale = np.full(x.shape[1], float(np.sqrt(np.mean(z * z))) or 1.0)
+        else:
+            scale = np.ones(x.shape[1])
+        columns.append(z / scale)
+        penalties.append(np.full(x.shape[1], l2))
+        means[name], scales[name] = mean, scale
+    theta = _newton(np.hstack(columns), offset, y, v, np.concatenate(penalties))
+    weights, bias, start = {}, float(theta[-1]), 0
+    for name in _blocks(spec):
+        d = len(means[name])
+        weights[name] = theta[start:start + d] / scales[name]
+        bias -= float(means[name] @ weights[name])
+        start += d
+    return weights, bias
+
+
+def _blocks(spec: dict) -> dict:
+    """The feature blocks of a variant's spec (its other keys, `_`-prefixed, are options)."""
+    return {k: v for k, v in spec.items() if not k.startswith("_")}
+
+
+def apply(blocks: dict[str, np.ndarray], rows, offset: np.ndarray, fitted) -> np.ndarray:
+    weights, bias = fitted
+    return offset + sum(blocks[name][rows].astype(np.float64) @ w for name, w in weights.items()) + bias
+
+
+def check_solver(data: dict) -> None:
+    """fit_blocks with the embedding alone, L2 300, global scale, must be fit_correction's fit."""
+    p = prepared(data)
+    rows = np.where(p["dataset"] == next(iter(sites(p))))[0][:150]
+    labels = [Label(p["emb"][i], float(p["offset"][i]), bool(p["label"][i]), "audit", 1.0, None, 0.0) for i in rows]
+    fit = fit_correction(labels)
+    mine = fit_blocks({"emb": p["emb"][rows]}, {"emb": (EMBEDDING_L2, "global")}, p["offset"][rows],
+                      p["label"][rows].astype(float), np.ones(len(rows)))
+    gap = np.abs(mine[0]["emb"] - fit.correction.weights).max()
+    assert gap < 1e-4 and abs(mine[1] - fit.correction.bias) < 1e-3, (gap, mine[1], fit.correction.bias)
+
+
+# ------------------------------------------------------------------------------------------------------------ gates
+
+def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, weight: np.ndarray,
+          audited: np.ndarray, rng: np.random.Generator) -> dict[str, bool]:
+    """Whether each gate lets the correction live, from the out-of-fold corrected logits of the audited labels."""
+    harmful, fine = int((y[audited] == 1).sum()), int((y[audited] == 0).sum())
+    if out_of_fold is None or min(harmful, fine) < 10 or weighted_auc(y[audited], offset[audited],
+                                                                      weight[audited]) < 0.5:
+        return dict.fromkeys(GATES, False)
+    scored = audited & ~np.isnan(out_of_fold)
+    ys, base, corrected, w = y[scored].astype(bool), offset[scored], out_of_fold[scored], weight[scored]
+    gain = weighted_auc(ys, corrected, w) - weighted_auc(ys, base, w)
+    positives, negatives = np.where(ys)[0], np.where(~ys)[0]
+    gains = []
+    for _ in range(BOOTSTRAP):
+        pick = np.r_[rng.choice(positives, len(positives)), rng.choice(negatives, len(negatives))]
+        gains.append(weighted_auc(ys[pick], corrected[pick], w[pick]) - weighted_auc(ys[pick], base[pick], w[pick]))
+    boot_se = float(np.std(gains))
+    hm_se = _hanley_mcneil(weighted_auc(ys, corrected, w), _kish(w[ys]), _kish(w[~ys]))
+    enough20 = min(harmful, fine) >= 20
+    return {"cv10": gain >= MIN_GAIN, "cv20": enough20 and gain >= MIN_GAIN,
+            "boot": gain - 0.5 * boot_se >= MIN_GAIN, "hm": gain - 0.5 * hm_se >= MIN_GAIN,
+            "boot20": enough20 and gain - 0.5 * boot_se >= MIN_GAIN}
+
+
+def _kish(w: np.ndarray) -> float:
+    return float(w.sum() ** 2 / (w * w).sum())
+
+
+def _hanley_mcneil(auc: float, n1: float, n0: float) -> float:
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    return math.sqrt(max(auc * (1 - auc) + (n1 - 1) * (q1 - auc * auc) + (n0 - 1) * (q2 - auc * auc), 0.0) / (n1 * n0))
+
+
+def out_of_fold(blocks, spec, offset, y, weight, audited, seed: int) -> np.ndarray:
+    """correction.py's check: its folds, every label but the held-out audited ones in training."""
+    oof = np.full(len(y), np.nan)
+    for held in _folds(y, audited, FOLDS, seed):
+        train = np.ones(len(y), dtype=bool)
+        train[held] = False
+        fitted = fit_blocks({k: b[train] for k, b in blocks.items()}, spec, offset[train], y[train], weight[train])
+        oof[held] = apply(blocks, held, offset[held], fitted)
+    return oof
+
+
+# ------------------------------------------------------------------------------------------------------- simulation
+
+def walk(p: dict, history: np.ndarray, n: int, rng: np.random.Generator):
+    """training/eval_site.py's walk, flagged by the default profile's decision: label rows, how seen, sampling rates."""
+    rows, seen, rate = [], [], []
+    for i in history:
+        if p["flagged"][i]:
+            how, r = "flagged", 1.0
+        elif rng.random() < AUDIT_RATE:
+            how, r = "audit", AUDIT_RATE
+        elif p["label"][i] and rng.random() < REPORT_RATE:
+            how, r = "report", 1.0
+        else:
+            continue
+        rows.append(i)
+        seen.append(how)
+        rate.append(r)
+        if len(rows) == n:
+            break
+    return np.array(rows, dtype=np.int64), np.array(seen), np.array(rate)
+
+
+def site_run(p: dict, variants, history, future, n: int, seed: int) -> dict | None:
+    rows, seen, rate = walk(p, history, n, np.random.default_rng(1000 + seed))
+    if len(rows) < n:
+        return None
+    y, offset, weight = p["label"][rows].astype(float), p["offset"][rows], 1.0 / rate
+    audited = seen != "report"
+    future_y, future_offset = p["label"][future], p["offset"][future]
+    base = roc_auc(future_y, future_offset)
+    run = {"base": base, "flagged": int((seen == "flagged").sum()), "audit": int((seen == "audit").sum()),
+           "audited_harmful": int(y[audited].sum()), "variants": {}}
+    gate_rng = np.random.default_rng(2000 + seed)
+    for name, spec in variants:
+        if y.min() == y.max():
+            run["variants"][name] = {"corrected": base} | dict.fromkeys(GATES, False)
+            continue
+        if spec is None:  # the current correction, as the service fits it
+            labels = [Label(p["emb"][i], float(p["offset"][i]), bool(p["label"][i]), s, r, None, 0.0)
+                      for i, s, r in zip(rows, seen, rate)]
+            fit = fit_correction(labels, seed=seed)
+            corrected = future_offset + p["emb"][future].astype(np.float64) @ fit.correction.weights.astype(
+                np.float64) + fit.correction.bias
+            oof = fit.out_of_fold
+        else:
+            keep = audited if spec.get("_no_reports") else np.ones(len(rows), dtype=bool)
+            blocks = {k: p[k][rows[keep]] for k in _blocks(spec)}
+            fitted = fit_blocks(blocks, spec, offset[keep], y[keep], weight[keep])
+            corrected = apply({k: p[k] for k in _blocks(spec)}, future, future_offset, fitted)
+            harmful, fine = int(y[audited].sum()), int((1 - y[audited]).sum())
+            oof = np.full(len(rows), np.nan)
+            if min(harmful, fine) >= 10:
+                oof[keep] = out_of_fold(blocks, spec, offset[keep], y[keep], weight[keep], audited[keep], seed)
+            else:
+                oof = None
+        live = gates(y, offset, oof, weight, audited, gate_rng)
+        if spec is None:
+            assert live["cv10"] == fit.active, (fit.reason, live)
+        run["variants"][name] = {"corrected": roc_auc(future_y, corrected)} | live
+    return run
+
+
+def simulate(p_or_data: dict, variants, *, seeds: int, sizes) -> dict:
+    p = p_or_data if "offset" in p_or_data else prepared(p_or_data)
+    runs: dict[int, dict[str, list[dict]]] = {n: {} for n in sizes}
+    for dataset, rows in sites(p).items():
+        started = time.time()
+        for seed in range(seeds):
+            order = np.random.default_rng(seed).permutation(rows)
+            history, future = order[: len(order) // 2], order[len(order) // 2:]
+            for n in sizes:
+                run = site_run(p, variants, history, future, n, seed)
+                if run is not None:
+                    runs[n].setdefault(dataset, []).append(run)
+        print(f"  {dataset}: {len(rows)} rows, flagged {p['flagged'][rows].mean():.2f}, "
+              f"{time.time() - started:.0f} s", flush=True)
+    return {"seeds": seeds, "audit_rate": AUDIT_RATE, "report_rate": REPORT_RATE, "review": p["review"],
+            "categories": p["cat_names"], "variants": [name for name, _ in variants],
+            "sites": {d: {"rows": len(r), "toxic": int(p["label"][r].sum()),
+                          "served_auc": roc_auc(p["label"][r], p["offset"][r]),
+                          "flagged": float(p["flagged"][r].mean())} for d, r in sites(p).items()},
+            "sizes": {str(n): summary(runs[n], [name for name, _ in variants]) for n in sizes}}
+
+
+def summary(runs: dict[str, list[dict]], names: list[str]) -> dict:
+    """Per variant: per site the mean over seeds of the future AUC gain ungated and under each gate (the base where
+    the gate keeps the correction off), and the share of runs live; macro = the mean over sites."""
+    out = {"sites": len(runs), "runs": {d: len(rs) for d, rs in runs.items()}}
+    for name in names:
+        per_site = {}
+        for dataset, rs in runs.items():
+            site = {"ungated": float(np.mean([r["variants"][name]["corrected"] - r["base"] for r in rs]))}
+            for gate in GATES:
+                site[gate] = float(np.mean([(r["variants"][name]["corrected"] - r["base"]) * r["variants"][name][gate]
+                                            for r in rs]))
+                site[f"{gate}_live"] = float(np.mean([r["variants"][name][gate] for r in rs]))
+                site[f"{gate}_worst_run"] = float(min((r["variants"][name]["corrected"] - r["base"])
+                                                      * r["variants"][name][gate] for r in rs))
+            per_site[dataset] = site
+        macro = {k: float(np.mean([s[k] for s in per_site.values()])) for k in next(iter(per_site.values()))}
+        worst = {k: min(s[k] for s in per_site.values()) for k in ["ungated", *GATES]}
+        out[name] = {"macro": macro, "worst_site": worst, "datasets": per_site}
+    return out
+
+
+def ceiling(data: dict, variants, *, seeds: int) -> dict:
+    """Every history row labelled (as an audit at rate 1), ungated: the most each correction could give here."""
+    p = prepared(data)
+    gains: dict[str, dict[str, list[float]]] = {}
+    for dataset, rows in sites(p).items():
+        for seed in range(seeds):
+            order = np.random.default_rng(seed).permutation(rows)
+            history, future = order[: len(order) // 2], order[len(order) // 2:]
+            y = p["label"][history].astype(float)
+            base = roc_auc(p["label"][future], p["offset"][future])
+            for name, spec in variants:
+                spec = spec or {"emb": (EMBEDDING_L2, "global")}
+                blocks = _blocks(spec)
+                fitted = fit_blocks({k: p[k][history] for k in blocks}, spec, p["offset"][history], y, np.ones(len(y)))
+                corrected = apply({k: p[k] for k in blocks}, future, p["offset"][future], fitted)
+                gains.setdefault(name, {}).setdefault(dataset, []).append(roc_auc(p["label"][future], corrected)
+                                                                          - base)
+    return {name: {"macro": float(np.mean([np.mean(g) for g in per.values()])),
+                   "datasets": {d: float(np.mean(g)) for d, g in per.items()}} for name, per in gains.items()}
+
+
+def print_tables(result: dict) -> None:
+    sizes = list(result["sizes"])
+    print("sites:", json.dumps(result["sites"]))
+    print("| variant | ungated | " + " | ".join(f"{g} gain / live / worst" for g in GATES) + " |")
+    for name in result["variants"]:
+        cells = [" / ".join(f"{result['sizes'][n][name]['macro']['ungated']:+.3f}" for n in sizes)]
+        for gate in GATES:
+            cells.append(" / ".join(f"{result['sizes'][n][name]['macro'][gate]:+.3f}" for n in sizes) + " ; "
+                         + " / ".join(f"{result['sizes'][n][name]['macro'][gate + '_live']:.2f}" for n in sizes)
+                         + " ; " + " / ".join(f"{result['sizes'][n][name]['worst_site'][gate]:+.3f}" for n in sizes))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if "ceiling" in result:
+        print("ceiling:", json.dumps({k: round(v["macro"], 4) for k, v in result["ceiling"].items()}))
+
+
+if __name__ == "__main__":
+    main()
