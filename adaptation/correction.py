@@ -37,6 +37,11 @@ L2 = 300.0  # per average-weighted label: best served gain, fewest harmed sites 
 # and 10 fine labels an AUC's standard error is already about 0.07 (Hanley-McNeil at AUC 0.8).
 MIN_AUDITED_PER_CLASS = 10
 _NEWTON_STEPS, _TOLERANCE = 30, 1e-6
+# Below this weighted AUC of the served score on the audited labels, the labels are taken to be inverted (a
+# moderator deciding against every flag: about 1 - the model's AUC, 0.2 for a good one), not a site's own line. Not
+# 0.5: a few dozen audited labels of a site the model serves badly read 0.42 (pejorative-word uses, held out),
+# within the noise of chance; the gate still judges their correction.
+CONTRADICTED_AUC = 0.35
 
 
 @dataclass(frozen=True)
@@ -131,9 +136,10 @@ def fit_correction(labels: Sequence[Label], *, l2: float = L2, min_gain: float =
         return report(correction, f"Too few audited labels to check a correction: {harmful} harmful and {fine} fine "
                                   f"among flagged and audited texts, at least {MIN_AUDITED_PER_CLASS} of each needed.")
     served_auc = weighted_auc(y[audited], offset[audited], weight[audited])
-    if served_auc < 0.5:
+    if served_auc < CONTRADICTED_AUC:
         return report(correction, f"The moderators' labels contradict the served score wholesale (its weighted AUC "
-                                  f"on them is {served_auc:.2f}, below chance): not learning from them.", served_auc)
+                                  f"on them is {served_auc:.2f}, below {CONTRADICTED_AUC}): not learning from them.",
+                      served_auc)
     out_of_fold = np.full(n, np.nan)
     for held in _folds(y, audited, folds, seed):
         train = np.ones(n, dtype=bool)

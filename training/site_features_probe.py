@@ -53,7 +53,7 @@ MIN_PER_CLASS = 50
 CLIP = 1e-4
 CATEGORY_L2 = (1.0, 3.0, 10.0, 30.0)
 MIN_GAIN, FOLDS, BOOTSTRAP = 0.01, 5, 200
-GATES = ("cv10", "cv20", "boot", "hm", "boot20")
+GATES = ("cv10", "cv20", "boot", "hm", "boot20", "cv0", "logloss")
 CACHE_DIR = loso.CACHE_DIR.parent / "site_features"
 REPORT = CACHE_DIR / "probe-report.json"
 _NEWTON_STEPS, _TOLERANCE = 30, 1e-6
@@ -71,6 +71,7 @@ def main() -> None:
     parser.add_argument("--category-l2", type=float, nargs="*", default=list(CATEGORY_L2))
     parser.add_argument("--joint-l2", type=float, nargs="*", default=None,
                         help="category L2s of cat+emb (default: all of --category-l2)")
+    parser.add_argument("--emb-l2", type=float, nargs="*", default=[], help="the embedding alone at other L2s")
     parser.add_argument("--scalings", nargs="*", default=["std", "raw"])
     parser.add_argument("--no-reports", action="store_true", help="also each variant fitted without the reports")
     parser.add_argument("--ceiling", action="store_true", help="also every history row labelled (ungated)")
@@ -81,7 +82,7 @@ def main() -> None:
     data = served_scores(model, load_comments())
     print(f"served scores of {len(data['label'])} rows in {time.time() - started:.0f} s")
     check_solver(data)
-    variants = [("emb", None)]
+    variants = [("emb", None)] + [(f"emb {l2:g}", {"emb": (l2, "global")}) for l2 in args.emb_l2]
     variants += [(f"cat-{s} {l2:g}", {"cat": (l2, s)}) for s in args.scalings for l2 in args.category_l2]
     variants += [(f"cat-std+emb {l2:g}", {"cat": (l2, "std"), "emb": (EMBEDDING_L2, "global")})
                  for l2 in (args.joint_l2 if args.joint_l2 is not None else args.category_l2)]
@@ -276,9 +277,11 @@ def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, wei
     boot_se = float(np.std(gains))
     hm_se = _hanley_mcneil(weighted_auc(ys, corrected, w), _kish(w[ys]), _kish(w[~ys]))
     enough20 = min(harmful, fine) >= 20
+    deviance = lambda z: float(np.sum(w * (np.logaddexp(0.0, z) - ys * z)))  # noqa: E731
     return {"cv10": gain >= MIN_GAIN, "cv20": enough20 and gain >= MIN_GAIN,
             "boot": gain - 0.5 * boot_se >= MIN_GAIN, "hm": gain - 0.5 * hm_se >= MIN_GAIN,
-            "boot20": enough20 and gain - 0.5 * boot_se >= MIN_GAIN}
+            "boot20": enough20 and gain - 0.5 * boot_se >= MIN_GAIN, "cv0": gain > 0,
+            "logloss": deviance(corrected) < deviance(base)}
 
 
 def _kish(w: np.ndarray) -> float:
@@ -332,7 +335,7 @@ def site_run(p: dict, variants, history, future, n: int, seed: int) -> dict | No
     future_y, future_offset = p["label"][future], p["offset"][future]
     base = roc_auc(future_y, future_offset)
     run = {"base": base, "flagged": int((seen == "flagged").sum()), "audit": int((seen == "audit").sum()),
-           "audited_harmful": int(y[audited].sum()), "variants": {}}
+           "audited_harmful": int(y[audited].sum()), "audited_fine": int((1 - y[audited]).sum()), "variants": {}}
     gate_rng = np.random.default_rng(2000 + seed)
     for name, spec in variants:
         if y.min() == y.max():
@@ -388,7 +391,9 @@ def simulate(p_or_data: dict, variants, *, seeds: int, sizes) -> dict:
 def summary(runs: dict[str, list[dict]], names: list[str]) -> dict:
     """Per variant: per site the mean over seeds of the future AUC gain ungated and under each gate (the base where
     the gate keeps the correction off), and the share of runs live; macro = the mean over sites."""
-    out = {"sites": len(runs), "runs": {d: len(rs) for d, rs in runs.items()}}
+    out = {"sites": len(runs), "runs": {d: len(rs) for d, rs in runs.items()},
+           "labels": {d: {k: float(np.mean([r[k] for r in rs])) for k in ("flagged", "audit", "audited_harmful",
+                                                                           "audited_fine")} for d, rs in runs.items()}}
     for name in names:
         per_site = {}
         for dataset, rs in runs.items():
