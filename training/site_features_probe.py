@@ -53,7 +53,7 @@ MIN_PER_CLASS = 50
 CLIP = 1e-4
 CATEGORY_L2 = (1.0, 3.0, 10.0, 30.0)
 MIN_GAIN, FOLDS, BOOTSTRAP = 0.01, 5, 200
-GATES = ("cv10", "cv20", "boot", "hm", "boot20", "cv0", "logloss")
+GATES = ("cv10", "cv20", "boot", "hm", "boot20", "cv0", "logloss", "dev")
 CACHE_DIR = loso.CACHE_DIR.parent / "site_features"
 REPORT = CACHE_DIR / "probe-report.json"
 _NEWTON_STEPS, _TOLERANCE = 30, 1e-6
@@ -260,7 +260,7 @@ def check_solver(data: dict) -> None:
 # ------------------------------------------------------------------------------------------------------------ gates
 
 def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, weight: np.ndarray,
-          audited: np.ndarray, rng: np.random.Generator) -> dict[str, bool]:
+          audited: np.ndarray, rng: np.random.Generator, recalibrated: np.ndarray | None = None) -> dict[str, bool]:
     """Whether each gate lets the correction live, from the out-of-fold corrected logits of the audited labels."""
     harmful, fine = int((y[audited] == 1).sum()), int((y[audited] == 0).sum())
     if out_of_fold is None or min(harmful, fine) < 10 or weighted_auc(y[audited], offset[audited],
@@ -268,6 +268,7 @@ def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, wei
         return dict.fromkeys(GATES, False)
     scored = audited & ~np.isnan(out_of_fold)
     ys, base, corrected, w = y[scored].astype(bool), offset[scored], out_of_fold[scored], weight[scored]
+    shifted = recalibrated[scored] if recalibrated is not None else base
     gain = weighted_auc(ys, corrected, w) - weighted_auc(ys, base, w)
     positives, negatives = np.where(ys)[0], np.where(~ys)[0]
     gains = []
@@ -281,7 +282,20 @@ def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, wei
     return {"cv10": gain >= MIN_GAIN, "cv20": enough20 and gain >= MIN_GAIN,
             "boot": gain - 0.5 * boot_se >= MIN_GAIN, "hm": gain - 0.5 * hm_se >= MIN_GAIN,
             "boot20": enough20 and gain - 0.5 * boot_se >= MIN_GAIN, "cv0": gain > 0,
-            "logloss": deviance(corrected) < deviance(base)}
+            "logloss": deviance(corrected) < deviance(base), "dev": deviance(corrected) < deviance(shifted)}
+
+
+def recalibrated_out_of_fold(offset, y, weight, audited, seed: int) -> np.ndarray:
+    """The served logit plus a bias fitted on the training folds (the same folds): what the correction's own b
+    gives without w, so that a deviance check measures the ranking part alone."""
+    oof = np.full(len(y), np.nan)
+    for held in _folds(y, audited, FOLDS, seed):
+        train = np.ones(len(y), dtype=bool)
+        train[held] = False
+        theta = _newton(np.zeros((int(train.sum()), 0)), offset[train], y[train],
+                        weight[train] / weight[train].mean(), np.zeros(0))
+        oof[held] = offset[held] + theta[-1]
+    return oof
 
 
 def _kish(w: np.ndarray) -> float:
@@ -337,6 +351,7 @@ def site_run(p: dict, variants, history, future, n: int, seed: int) -> dict | No
     run = {"base": base, "flagged": int((seen == "flagged").sum()), "audit": int((seen == "audit").sum()),
            "audited_harmful": int(y[audited].sum()), "audited_fine": int((1 - y[audited]).sum()), "variants": {}}
     gate_rng = np.random.default_rng(2000 + seed)
+    recalibrated = recalibrated_out_of_fold(offset, y, weight, audited, seed) if y.min() < y.max() else None
     for name, spec in variants:
         if y.min() == y.max():
             run["variants"][name] = {"corrected": base} | dict.fromkeys(GATES, False)
@@ -359,7 +374,7 @@ def site_run(p: dict, variants, history, future, n: int, seed: int) -> dict | No
                 oof[keep] = out_of_fold(blocks, spec, offset[keep], y[keep], weight[keep], audited[keep], seed)
             else:
                 oof = None
-        live = gates(y, offset, oof, weight, audited, gate_rng)
+        live = gates(y, offset, oof, weight, audited, gate_rng, recalibrated)
         if spec is None:
             assert live["cv10"] == fit.active, (fit.reason, live)
         run["variants"][name] = {"corrected": roc_auc(future_y, corrected)} | live
