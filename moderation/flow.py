@@ -10,7 +10,6 @@ the body; this module runs the rest and raises `moderation.errors`, never HTTP e
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import secrets
@@ -21,13 +20,14 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from models.image_decoding import ImageRefused
-from adaptation.labels import Seen, evidence_document, label_from_document
-from models.text_scoring import TOXIC, TextRequest, TextScores
+from adaptation.labels import label_from_document
+from models.text_scoring import TextRequest, TextScores
 from moderation.admission import ModelAdmission
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
 from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
+from moderation.label_evidence import evidence_fields, label_evidence
 from moderation.limits import is_short_text_work
 from moderation.text_correction import AccountCorrections, corrected
 from policy.decisions import Decision
@@ -221,7 +221,7 @@ class ModerationFlow:
         request = TextRequest(text, tuple(caller.profile.enabled_categories("text")))
         kind = "text" if is_short_text_work([text]) else "long_text"
         scored = await self._call_model(self._admitted(kind, caller, lambda: self.backends.score_text(request)))
-        document = _evidence_fields(scored, "report", 1.0, caller.profile.name)
+        document = evidence_fields(scored, "report", 1.0, caller.profile.name)
         if document is None:
             return False
         await self.labels.add_reported(caller.account, label_from_document({**document, "harmful": harmful,
@@ -243,22 +243,6 @@ class ModerationFlow:
             raise ModelUnavailable(
                 "The policy service is unavailable; nothing was decided." if what == "policy" else None
             ) from exc
-
-
-def label_evidence(scored: Scored, seen: Seen, sampling_rate: float, profile: str) -> str | None:
-    """A text answer's label evidence as JSON (adaptation/labels.py), on the served score before any correction;
-    None for an image or a text whose model gave no embedding."""
-    fields = _evidence_fields(scored, seen, sampling_rate, profile)
-    return json.dumps(fields) if fields is not None else None
-
-
-def _evidence_fields(scored: Scored, seen: Seen, sampling_rate: float, profile: str) -> dict | None:
-    if not isinstance(scored, TextScores) or scored.evidence is None or TOXIC not in scored.categories:
-        return None
-    served = scored.uncorrected_toxic if scored.uncorrected_toxic is not None else scored.categories[TOXIC]
-    others = {name: round(score, 6) for name, score in scored.categories.items() if name != TOXIC}
-    return evidence_document(scored.evidence.embedding, served, seen=seen, sampling_rate=sampling_rate,
-                             language=scored.evidence.language, profile=profile, scores=others)
 
 
 async def _no_texts() -> list[TextScores]:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adaptation import correction
 from adaptation.correction import L2 as EMBEDDING_L2
 from adaptation.correction import _folds, fit_correction, weighted_auc
 from adaptation.labels import Label
@@ -263,8 +264,9 @@ def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, wei
           audited: np.ndarray, rng: np.random.Generator, recalibrated: np.ndarray | None = None) -> dict[str, bool]:
     """Whether each gate lets the correction live, from the out-of-fold corrected logits of the audited labels."""
     harmful, fine = int((y[audited] == 1).sum()), int((y[audited] == 0).sum())
+    contradicted = getattr(correction, "CONTRADICTED_AUC", 0.5)  # fit_correction's own (0.35 since 2026-11-29)
     if out_of_fold is None or min(harmful, fine) < 10 or weighted_auc(y[audited], offset[audited],
-                                                                      weight[audited]) < 0.5:
+                                                                      weight[audited]) < contradicted:
         return dict.fromkeys(GATES, False)
     scored = audited & ~np.isnan(out_of_fold)
     ys, base, corrected, w = y[scored].astype(bool), offset[scored], out_of_fold[scored], weight[scored]
