@@ -41,6 +41,7 @@ class Label:
     # The served scores of the text's other enabled text categories: a profile flags on any of them, so the backtest
     # needs them beside toxic.
     scores: dict[str, float] = field(default_factory=dict)
+    encoder: str = ""  # the text model that made the embedding: only labels of the served one are fitted on
 
     @property
     def weight(self) -> float:
@@ -69,7 +70,8 @@ def decode_embedding(text: str) -> np.ndarray:
 def label_document(label: Label) -> dict:
     return {"embedding": encode_embedding(label.embedding), "served_logit": round(label.served_logit, 6),
             "harmful": label.harmful, "seen": label.seen, "sampling_rate": label.sampling_rate,
-            "language": label.language, "at": label.at, "profile": label.profile, "scores": label.scores}
+            "language": label.language, "at": label.at, "profile": label.profile, "scores": label.scores,
+            "encoder": label.encoder}
 
 
 def label_from_document(document: dict) -> Label:
@@ -81,12 +83,14 @@ def label_from_document(document: dict) -> Label:
         raise ValueError(f"a sampling rate is in (0, 1], not {rate}")
     return Label(decode_embedding(document["embedding"]), float(document["served_logit"]), bool(document["harmful"]),
                  seen, rate, document.get("language"), float(document["at"]), document.get("profile"),
-                 {str(name): float(score) for name, score in (document.get("scores") or {}).items()})
+                 {str(name): float(score) for name, score in (document.get("scores") or {}).items()},
+                 str(document.get("encoder") or ""))
 
 
 def evidence_document(embedding: np.ndarray, served_score: float, *, seen: Seen, sampling_rate: float,
-                      language: str | None, profile: str | None, scores: dict[str, float]) -> dict:
+                      language: str | None, profile: str | None, scores: dict[str, float], encoder: str = "") -> dict:
     """What a queued text item keeps so that its decision becomes a label: every field of `label_document` but
     `harmful` and `at`, which the decision adds (store/labels/lua.py)."""
     return {"embedding": encode_embedding(embedding), "served_logit": round(logit(served_score), 6), "seen": seen,
-            "sampling_rate": sampling_rate, "language": language, "profile": profile, "scores": scores}
+            "sampling_rate": sampling_rate, "language": language, "profile": profile, "scores": scores,
+            "encoder": encoder}

@@ -56,7 +56,7 @@ def _measure_here() -> dict:
 
     from adaptation.correction import fit_correction
     from models.text_scoring import TextEvidence, TextScores
-    from moderation.text_correction import corrected
+    from moderation.text_correction import LiveCorrection, corrected
 
     rng = np.random.default_rng(0)
     out: dict = {"refit_wall_s": {}, "refit_cpu_s": {}, "refit_active": {}}
@@ -69,11 +69,12 @@ def _measure_here() -> dict:
         out["refit_active"][count] = report.active
         correction = report.correction
     answer = TextScores({"toxic": 0.3, "insult": 0.1}, "usem3-x",
-                        evidence=TextEvidence(rng.normal(size=512).astype(np.float16), "en"))
+                        evidence=TextEvidence(rng.normal(size=512).astype(np.float16), "en", "usem3-x"))
+    live = LiveCorrection(correction, "usem3-x")
     times = []
     for _ in range(APPLY_CALLS):
         started = time.perf_counter()
-        corrected(answer, correction)
+        corrected(answer, live)
         times.append(time.perf_counter() - started)
     out["apply_us"] = float(np.median(times) * 1e6)
     return out

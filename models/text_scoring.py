@@ -33,10 +33,12 @@ class TextRequest:
 @dataclass(frozen=True)
 class TextEvidence:
     """What an account's labels keep of a text instead of the text (adaptation/labels.py): the served encoder's
-    embedding of the window that decided its toxic score (float16, 1 KB), and its detected language."""
+    embedding of the window that decided its toxic score (float16, 1 KB), its detected language, and which encoder
+    made the embedding (a correction fitted on one encoder's embeddings means nothing on another's)."""
 
     embedding: np.ndarray
     language: str | None
+    encoder: str = ""
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ class TextToxicityModel:
                 continue
             worst = rows.start + int(np.argmax(window_scores[rows, column]))
             language = language_id.language_of(text) if self.calibration.languages else None
-            out.append(TextEvidence(embeddings[worst].astype(np.float16), language))
+            out.append(TextEvidence(embeddings[worst].astype(np.float16), language, self.base_model_version))
         return out
 
     def predict_raw(self, texts: list[str]) -> list[dict[str, float]]:

@@ -23,4 +23,5 @@ def evidence_fields(scored: object, seen: Seen, sampling_rate: float, profile: s
     served = scored.uncorrected_toxic if scored.uncorrected_toxic is not None else scored.categories[TOXIC]
     others = {name: round(score, 6) for name, score in scored.categories.items() if name != TOXIC}
     return evidence_document(scored.evidence.embedding, served, seen=seen, sampling_rate=sampling_rate,
-                             language=scored.evidence.language, profile=profile, scores=others)
+                             language=scored.evidence.language, profile=profile, scores=others,
+                             encoder=scored.evidence.encoder)

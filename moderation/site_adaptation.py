@@ -61,10 +61,10 @@ class SiteAdaptation:
         """Fit, store and answer the account's new fit, with the backtest of `profile_name` (default: the profile
         that served most of its labels) on the scores it now gives."""
         await self.labels.take_due(account)
-        labels = await self.labels.labels(account)
+        labels, encoder = of_the_newest_encoder(await self.labels.labels(account))
         report = await asyncio.to_thread(fit_correction, labels)
         status = {"account": account, "version": report.correction.version if report.correction else None,
-                  **report.document(), "fitted_at": time.time() if now is None else now,
+                  **report.document(), "encoder": encoder, "fitted_at": time.time() if now is None else now,
                   "labels": await self.labels.counts(account)}  # fmt: skip
         await self.adaptation.put(account, status)
         profile = await self._profile(profile_name or _most_used_profile(labels))
@@ -91,7 +91,7 @@ class SiteAdaptation:
         profile = await self._profile(profile_name)
         if profile is None:
             raise NoSuchProfile(profile_name)
-        labels = await self.labels.labels(account)
+        labels, _ = of_the_newest_encoder(await self.labels.labels(account))
         # 10,000 labels are a few hundred ms of scoring: off the event loop, as the refit
         return await asyncio.to_thread(_backtest, labels, profile, await self._live(account))
 
@@ -140,6 +140,16 @@ def _backtest(labels: Sequence[Label], profile: Profile, correction: Correction 
     limits = profile.categories[TOXIC]
     return backtest(label_scores(labels, profile, correction, held_out), labels, review=limits.review,
                     block=limits.block, target_benign_flagged=profile.target_benign_flagged)
+
+
+def of_the_newest_encoder(labels: list[Label]) -> tuple[list[Label], str]:
+    """The labels whose embeddings the newest label's encoder made, and that encoder: after a swap of the text
+    model, the old model's labels are kept (a swap back finds them) but fitted on no more, and a correction fitted on
+    them is applied to no answer of the new one (moderation/text_correction.py)."""
+    if not labels:
+        return [], ""
+    encoder = max(labels, key=lambda label: label.at).encoder
+    return [label for label in labels if label.encoder == encoder], encoder
 
 
 def _most_used_profile(labels: Sequence[Label]) -> str | None:

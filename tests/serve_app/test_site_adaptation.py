@@ -24,6 +24,7 @@ class SiteBackends(StubBackends):
     score ignores that direction, so only a correction can learn it."""
 
     served: float = 0.3
+    encoder: str = "stub-encoder-1"
     calls: int = 0
     seen_texts: list[str] = field(default_factory=list)
 
@@ -34,7 +35,8 @@ class SiteBackends(StubBackends):
         embedding = np.random.default_rng(seed).normal(size=512).astype(np.float32)
         embedding[0] = 3.0 if "harm" in request.text else -3.0 if "fine" in request.text else 0.0
         scores = {c: toxic if c == "toxic" else 0.0 for c in request.categories}
-        return TextScores(scores, "stub-text-1", evidence=TextEvidence(embedding.astype(np.float16), "en"))
+        return TextScores(scores, "stub-text-1", evidence=TextEvidence(embedding.astype(np.float16), "en",
+                                                                       self.encoder))
 
 
 @pytest.fixture
@@ -243,6 +245,23 @@ def test_applying_the_backtest_moves_the_profiles_thresholds(api):
     assert applied.status_code == 200, applied.text
     profile = api.client.get("/admin/v1/profiles/site", headers=api.admin).json()
     assert profile["categories"]["toxic"] == {"enabled": True, **suggested}
+
+
+def test_after_a_swap_of_the_text_model_the_old_correction_applies_to_no_answer_and_no_refit(api, services):
+    key = api.new_key(account="site-a", profile="site")
+    _teach(api, key, "site-a")
+    assert api.client.post("/admin/v1/accounts/site-a/text-adaptation/refit", headers=api.admin).json()["active"]
+    api.backends.encoder = "stub-encoder-2"  # a new text model: its embeddings live in another space
+    services.flow.corrections.forget("site-a")
+    assert "+ad" not in api.moderate_text(key, "new harm comment").json()["model_version"]
+    refit = api.client.post("/admin/v1/accounts/site-a/text-adaptation/refit", headers=api.admin).json()
+    assert refit["examples"] == 60 and refit["encoder"] == "stub-encoder-1"  # nothing of the new one labelled yet
+    pending = [i for i in _reviews(api, "site-a") if i["status"] == "pending"]  # the new model's audits
+    for item in pending:
+        _decide(api, item["id"], "approved")
+    refit = api.client.post("/admin/v1/accounts/site-a/text-adaptation/refit", headers=api.admin).json()
+    assert (refit["examples"], refit["encoder"], refit["active"]) == (len(pending), "stub-encoder-2", False)
+    assert len(pending) == 1
 
 
 def test_nothing_to_apply_is_a_409_and_an_unknown_profile_a_404(api):
