@@ -284,7 +284,8 @@ def gates(y: np.ndarray, offset: np.ndarray, out_of_fold: np.ndarray | None, wei
     return {"cv10": gain >= MIN_GAIN, "cv20": enough20 and gain >= MIN_GAIN,
             "boot": gain - 0.5 * boot_se >= MIN_GAIN, "hm": gain - 0.5 * hm_se >= MIN_GAIN,
             "boot20": enough20 and gain - 0.5 * boot_se >= MIN_GAIN, "cv0": gain > 0,
-            "logloss": deviance(corrected) < deviance(base), "dev": deviance(corrected) < deviance(shifted)}
+            "logloss": deviance(corrected) < deviance(base), "dev": deviance(corrected) < deviance(shifted),
+            "cv_gain": gain}
 
 
 def recalibrated_out_of_fold(offset, y, weight, audited, seed: int) -> np.ndarray:
@@ -423,6 +424,16 @@ def summary(runs: dict[str, list[dict]], names: list[str]) -> dict:
                                                       * r["variants"][name][gate] for r in rs))
             per_site[dataset] = site
         macro = {k: float(np.mean([s[k] for s in per_site.values()])) for k in next(iter(per_site.values()))}
+        # does the gate pick the runs that gain? the future gain of the runs each gate lets live against the rest,
+        # pooled over sites and seeds, and the correlation of the cross-validated gain with the future gain
+        pooled = [r for rs in runs.values() for r in rs]
+        future = np.array([r["variants"][name]["corrected"] - r["base"] for r in pooled])
+        for gate in GATES:
+            live = np.array([r["variants"][name][gate] for r in pooled], dtype=bool)
+            macro[f"{gate}_live_gain"] = float(future[live].mean()) if live.any() else None
+            macro[f"{gate}_off_gain"] = float(future[~live].mean()) if (~live).any() else None
+        checked = [(r["variants"][name]["cv_gain"], g) for r, g in zip(pooled, future) if "cv_gain" in r["variants"][name]]
+        macro["cv_gain_correlation"] = float(np.corrcoef(np.array(checked).T)[0, 1]) if len(checked) > 2 else None
         worst = {k: min(s[k] for s in per_site.values()) for k in ["ungated", *GATES]}
         out[name] = {"macro": macro, "worst_site": worst, "datasets": per_site}
     return out

@@ -64,8 +64,11 @@ def test_feedback_keeps_a_label_and_a_refit_says_why_it_is_not_live(client, admi
 
 def test_a_live_correction_changes_only_its_accounts_toxic_score_by_its_formula(client, site, serve_graph):
     correction = Correction.build(np.zeros(512, dtype=np.float32), 1.0)  # shifts every logit by +1
+    encoder = _labels(serve_graph, "site-a")[0]["encoder"]  # the served text model's, as the labels say
+    assert encoder.startswith("usem3")
     with redis.Redis.from_url(serve_graph["redis_url"], decode_responses=True) as store:
-        store.set(redis_keys.adaptation("site-a"), json.dumps({"active": True, "correction": correction.document()}))
+        store.set(redis_keys.adaptation("site-a"), json.dumps({"active": True, "correction": correction.document(),
+                                                               "encoder": encoder}))
     text = "the moderators here are clowns"
     deadline = time.monotonic() + 30  # each ingress replica reads an account's fit at most every 5 s
     while True:
