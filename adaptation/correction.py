@@ -32,16 +32,17 @@ import numpy as np
 
 from adaptation.labels import Label, logit
 
-L2 = 300.0  # per average-weighted label: best served gain, fewest harmed sites of 10..10,000 (training/eval_site.py)
+L2 = 1000.0  # per average-weighted label: the fewest harmed sites (training/eval_site.py, training/site_features_probe.py)
 # Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise: with 10 harmful
 # and 10 fine labels an AUC's standard error is already about 0.07 (Hanley-McNeil at AUC 0.8).
 MIN_AUDITED_PER_CLASS = 10
 _NEWTON_STEPS, _TOLERANCE = 30, 1e-6
 # Below this weighted AUC of the served score on the audited labels, the labels are taken to be inverted (a
-# moderator deciding against every flag: about 1 - the model's AUC, 0.2 for a good one), not a site's own line. Not
-# 0.5: a few dozen audited labels of a site the model serves badly read 0.42 (pejorative-word uses, held out),
-# within the noise of chance; the gate still judges their correction.
-CONTRADICTED_AUC = 0.35
+# moderator deciding against every flag reads about 1 - the model's AUC, 0.2 for a good one) and nothing is learnt.
+# 0.35 was tried: it let one held-out site whose few dozen audited labels read 0.42 go live, and that site lost
+# 0.084 AUC (training/site_features_probe.py): labels that disagree with the model that much are too few or too
+# noisy for the check to judge a correction on.
+CONTRADICTED_AUC = 0.5
 
 
 @dataclass(frozen=True)
