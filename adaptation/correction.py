@@ -185,10 +185,33 @@ def _fit(x: np.ndarray, offset: np.ndarray, y: np.ndarray, weight: np.ndarray, l
     z = x - mean
     scale = float(np.sqrt(np.mean(z * z))) or 1.0
     z /= scale
+    theta = newton_with_offset(z, offset, y, v, np.full(z.shape[1], l2))
+    w = theta[:-1] / scale
+    return Correction.build(w, theta[-1] - float(mean @ w))
+
+
+def weighted_auc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> float:
+    """The chance that a harmful text outranks a fine one, each pair weighted by the product of the two labels'
+    weights (ties count half): the traffic's AUC estimated from weighted samples. NaN without both classes."""
+    labels = np.asarray(labels, dtype=bool)
+    scores, weights = np.asarray(scores, dtype=np.float64), np.asarray(weights, dtype=np.float64)
+    positive, negative = weights[labels].sum(), weights[~labels].sum()
+    if positive == 0 or negative == 0:
+        return float("nan")
+    distinct, index = np.unique(scores, return_inverse=True)
+    pos = np.bincount(index, weights=np.where(labels, weights, 0.0), minlength=len(distinct))
+    neg = np.bincount(index, weights=np.where(labels, 0.0, weights), minlength=len(distinct))
+    below = np.cumsum(neg) - neg  # fine weight strictly below each distinct score
+    return float(np.sum(pos * (below + 0.5 * neg)) / (positive * negative))
+
+
+def newton_with_offset(z: np.ndarray, offset: np.ndarray, y: np.ndarray, v: np.ndarray,
+                       penalty: np.ndarray) -> np.ndarray:
+    """(w, b) of the weighted logistic regression y ~ offset + z.w + b with an L2 `penalty` per feature of w (b is
+    not penalised), by Newton's method with backtracking (dim + 1 unknowns)."""
     d = z.shape[1]
     theta = np.zeros(d + 1)  # w, then b
-    penalty = np.full(d + 1, l2)
-    penalty[-1] = 0.0
+    penalty = np.r_[penalty, 0.0]
 
     def loss(t: np.ndarray) -> float:
         eta = offset + z @ t[:-1] + t[-1]
@@ -217,20 +240,4 @@ def _fit(x: np.ndarray, offset: np.ndarray, y: np.ndarray, weight: np.ndarray, l
         theta, current = candidate, new
         if decrease < _TOLERANCE * (1.0 + abs(current)):
             break
-    w = theta[:-1] / scale
-    return Correction.build(w, theta[-1] - float(mean @ w))
-
-
-def weighted_auc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> float:
-    """The chance that a harmful text outranks a fine one, each pair weighted by the product of the two labels'
-    weights (ties count half): the traffic's AUC estimated from weighted samples. NaN without both classes."""
-    labels = np.asarray(labels, dtype=bool)
-    scores, weights = np.asarray(scores, dtype=np.float64), np.asarray(weights, dtype=np.float64)
-    positive, negative = weights[labels].sum(), weights[~labels].sum()
-    if positive == 0 or negative == 0:
-        return float("nan")
-    distinct, index = np.unique(scores, return_inverse=True)
-    pos = np.bincount(index, weights=np.where(labels, weights, 0.0), minlength=len(distinct))
-    neg = np.bincount(index, weights=np.where(labels, 0.0, weights), minlength=len(distinct))
-    below = np.cumsum(neg) - neg  # fine weight strictly below each distinct score
-    return float(np.sum(pos * (below + 0.5 * neg)) / (positive * negative))
+    return theta

@@ -261,42 +261,6 @@ def sites(p: dict) -> dict[str, np.ndarray]:
 
 # ---------------------------------------------------------------------------------------------------------- fitting
 
-def _newton(z: np.ndarray, offset: np.ndarray, y: np.ndarray, v: np.ndarray, penalty: np.ndarray) -> np.ndarray:
-    """correction.py's `_fit` loop with one penalty per feature: theta = (w, b), b unpenalised."""
-    d = z.shape[1]
-    theta = np.zeros(d + 1)
-    penalty = np.r_[penalty, 0.0]
-
-    def loss(t: np.ndarray) -> float:
-        eta = offset + z @ t[:-1] + t[-1]
-        return float(np.sum(v * (np.logaddexp(0.0, eta) - y * eta)) + 0.5 * np.sum(penalty * t * t))
-
-    current = loss(theta)
-    for _ in range(_NEWTON_STEPS):
-        eta = offset + z @ theta[:-1] + theta[-1]
-        p = 1.0 / (1.0 + np.exp(-eta))
-        r = v * (p - y)
-        gradient = np.r_[z.T @ r, r.sum()] + penalty * theta
-        h = v * p * (1.0 - p)
-        hessian = np.empty((d + 1, d + 1))
-        hessian[:d, :d] = (z * h[:, None]).T @ z
-        hessian[:d, d] = hessian[d, :d] = z.T @ h
-        hessian[d, d] = h.sum() + 1e-9
-        hessian[np.diag_indices(d + 1)] += penalty
-        step = np.linalg.solve(hessian, gradient)
-        for _ in range(20):
-            candidate = theta - step
-            new = loss(candidate)
-            if new <= current + 1e-12:
-                break
-            step /= 2
-        decrease = current - new
-        theta, current = candidate, new
-        if decrease < _TOLERANCE * (1.0 + abs(current)):
-            break
-    return theta
-
-
 def fit_blocks(blocks: dict[str, np.ndarray], spec: dict, offset, y, weight) -> tuple[dict[str, np.ndarray], float]:
     """Weighted logistic regression with the offset; per block of features (name -> (l2, scaling)) its own scaling,
     fitted on these rows (`std`: each feature by its weighted SD; `raw`: centred only; `global`: centred, divided by
@@ -318,7 +282,7 @@ def fit_blocks(blocks: dict[str, np.ndarray], spec: dict, offset, y, weight) -> 
         columns.append(z / scale)
         penalties.append(np.full(x.shape[1], l2))
         means[name], scales[name] = mean, scale
-    theta = _newton(np.hstack(columns), offset, y, v, np.concatenate(penalties))
+    theta = correction.newton_with_offset(np.hstack(columns), offset, y, v, np.concatenate(penalties))
     weights, bias, start = {}, float(theta[-1]), 0
     for name in _blocks(spec):
         d = len(means[name])
@@ -387,7 +351,7 @@ def recalibrated_out_of_fold(offset, y, weight, audited, seed: int) -> np.ndarra
     for held in _folds(y, audited, FOLDS, seed):
         train = np.ones(len(y), dtype=bool)
         train[held] = False
-        theta = _newton(np.zeros((int(train.sum()), 0)), offset[train], y[train],
+        theta = correction.newton_with_offset(np.zeros((int(train.sum()), 0)), offset[train], y[train],
                         weight[train] / weight[train].mean(), np.zeros(0))
         oof[held] = offset[held] + theta[-1]
     return oof
