@@ -37,7 +37,7 @@ QUEUE_REASONS = ("model_flagged", "report_threshold", "audit")
 # Why an item is queued, as its page says it. An audit is not a flag: the profile allowed it, and it is one of a
 # random sample (its `audit_rate`) the moderator's decision turns into an unbiased label (adaptation/labels.py).
 REASON_NAMES = {"model_flagged": "model flag", "report_threshold": "user reports",
-                "audit": "audit (random sample of allowed content)"}  # fmt: skip
+                "audit": "audit (random sample of unreviewed content)"}  # fmt: skip
 QUEUE_PAGE = 50
 
 

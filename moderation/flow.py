@@ -30,7 +30,7 @@ from moderation.items import Item
 from moderation.label_evidence import evidence_fields, label_evidence
 from moderation.limits import is_short_text_work
 from moderation.text_correction import AccountCorrections, corrected
-from policy.decisions import Decision
+from policy.decisions import HASH_MATCH, Decision
 from moderation.hash_matching import BankMatch, BankMatcher
 from store.keys.quota import QuotaStore, Taken, WorkSlot
 from store.labels.labels import LabelStore
@@ -181,12 +181,16 @@ class ModerationFlow:
         of pending items and nothing was queued: the decision stands and its result is still answered (the routes
         say so: 429 `review_queue_full` with the result); the work was done, so the unit stays charged.
 
-        An allowed item is audited at the profile's `audit_rate`: queued with reason `audit`, its answer unchanged
-        (no `review_id`; a full queue or the day's cap of audits just skips it)."""
+        An item no moderator would otherwise see, allowed or blocked by the models, is audited at the profile's
+        `audit_rate`: queued with reason `audit`, its answer unchanged (no `review_id`; a full queue or the day's cap
+        of audits just skips it). Blocked ones too: without them an account's backtest never sees its false blocks,
+        and undercounts the benign texts flagged above any threshold. A block by the hash bank is a moderator's own
+        decision already: never audited."""
         if decision.decision == "review":
             return await self._queued(caller, item, scored, "model_flagged")
         audit_rate = caller.profile.audit_rate
-        if decision.decision == "allow" and audit_rate > 0 and self.draw() < audit_rate:
+        unseen = decision.decision == "allow" or (decision.decision == "block" and HASH_MATCH not in decision.blocked_by)
+        if unseen and audit_rate > 0 and self.draw() < audit_rate:
             await self._queued(caller, item, scored, "audit")
         return None
 

@@ -99,9 +99,10 @@ class Profile(_OperatorSet):
     # The browser widget's warnings after which the person may still post ("post anyway"); after the others they can
     # only edit. The site's backend decides in the end: it sees the decision in the verdict it redeems.
     widget_post_anyway: list[Literal["review", "block"]] = Field(default_factory=lambda: ["review"])
-    # Audits: this share of the texts and images the profile allows is queued for review with reason `audit`, the
-    # client's answer unchanged. Moderators otherwise see only what the model flagged; a random sample of the rest is
-    # what lets an account's backtest count misses and its correction learn without learning the model's own flags.
+    # Audits: this share of the texts and images the profile allows or the models block is queued for review with
+    # reason `audit`, the client's answer unchanged. Moderators otherwise see only what the model flagged; a random
+    # sample of the rest is what lets an account's backtest count misses and false blocks, and its correction learn
+    # without learning the model's own flags.
     audit_rate: float = Field(default=0.0, ge=0, le=1)
     # The share of benign texts that the backtest's suggested thresholds may send to review (adaptation/backtest.py).
     target_benign_flagged: float = Field(default=0.10, gt=0, lt=1)

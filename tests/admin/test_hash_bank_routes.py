@@ -147,3 +147,16 @@ def test_a_mirrored_reupload_is_blocked_through_the_mirrored_hash(api, key):
     mirrored = _jpeg(np.asarray(ASTRONAUT)[:, ::-1].copy())
     answer = api.moderate(key, mirrored).json()
     assert answer["decision"] == "block" and answer["hash_match"]["review_id"] == review_id
+
+
+def test_a_block_by_hash_is_never_audited_while_other_allowed_images_are(api, key):
+    # A block by the bank is a moderator's own decision already (moderation/flow.py, audits).
+    api.put_profile("audited", mode="enforce", audit_rate=1.0,
+                    categories={"nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8}})
+    audited = api.new_key(account="acme", profile="audited")
+    _rejected(api, key)
+    assert api.moderate(audited, RESIZED_RECOMPRESSED).json()["blocked_by"] == ["hash_match"]
+    assert api.moderate(audited, _jpeg(skimage.data.chelsea())).json()["decision"] == "allow"
+    pending = api.client.get("/admin/v1/reviews", params={"account": "acme", "status": "pending"},
+                             headers=api.admin).json()["items"]
+    assert [item["reason"] for item in pending] == ["audit"]  # the allowed chelsea only

@@ -191,6 +191,6 @@ def test_an_audit_item_says_so_and_the_queue_filters_audits(redis_url, api, olga
 
     item_id = asyncio.run(queue_audit())
     page = olga.get(f"/dashboard/items/{item_id}").text
-    assert 'id="item-reason">audit (random sample of allowed content)<' in page
+    assert 'id="item-reason">audit (random sample of unreviewed content)<' in page
     queue = olga.get("/dashboard/?reason=audit")
     assert queue.status_code == 200 and f'href="/dashboard/items/{item_id}' in queue.text

@@ -92,6 +92,15 @@ def test_an_allowed_text_is_audited_at_the_profiles_rate_and_its_answer_is_uncha
     assert item["reason"] == "audit" and item["status"] == "pending"
 
 
+def test_a_blocked_text_is_audited_too_and_its_answer_is_unchanged(api):
+    key = api.new_key(account="site-a", profile="site")
+    answer = api.moderate_text(key, "a vile comment toxic=0.95")
+    assert answer.status_code == 200
+    assert answer.json()["decision"] == "block" and "review_id" not in answer.json()
+    [item] = _reviews(api, "site-a")
+    assert item["reason"] == "audit"
+
+
 def test_no_audit_at_rate_zero(api):
     key = api.new_key(account="site-a", profile="default")
     assert api.moderate_text(key, "an ordinary comment").status_code == 200
