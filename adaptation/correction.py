@@ -33,9 +33,12 @@ import numpy as np
 from adaptation.labels import Label, logit
 
 L2 = 1000.0  # per average-weighted label: the fewest harmed sites (training/eval_site.py, training/site_features_probe.py)
-# Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise: with 10 harmful
-# and 10 fine labels an AUC's standard error is already about 0.07 (Hanley-McNeil at AUC 0.8).
-MIN_AUDITED_PER_CLASS = 10
+# Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise. At 10 of each
+# (an AUC's standard error about 0.07) the check's gain did not predict the gain on the site's later texts
+# (correlation -0.25 to +0.22 at 50-200 labels, training/site_features_probe.py), and through the HTTP API one
+# held-out site went live at +0.034 and lost 0.026 (training/eval_site_http.py); it predicts well from about 500
+# labels (0.77-0.85). At 40 of each, a site's first day (50-80 labels) never goes live; a few hundred labels can.
+MIN_AUDITED_PER_CLASS = 40
 _NEWTON_STEPS, _TOLERANCE = 30, 1e-6
 # Below this weighted AUC of the served score on the audited labels, the labels are taken to be inverted (a
 # moderator deciding against every flag reads about 1 - the model's AUC, 0.2 for a good one) and nothing is learnt.

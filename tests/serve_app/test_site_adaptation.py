@@ -72,7 +72,7 @@ def _decide(api: Api, item_id: int, status: str) -> None:
     assert response.status_code == 200, response.text
 
 
-def _teach(api: Api, key: dict, account: str, comments: int = 60, invert: bool = False) -> None:
+def _teach(api: Api, key: dict, account: str, comments: int = 100, invert: bool = False) -> None:
     """Half harm, half fine; every one allowed and audited (rate 0.5); moderators decide each by the planted
     direction (or against it, when `invert`)."""
     for i in range(comments):
@@ -206,12 +206,12 @@ def test_a_correction_goes_live_on_audited_labels_and_changes_only_its_accounts_
 
 def test_an_inverting_moderator_cannot_make_a_correction_go_live(api):
     key = api.new_key(account="site-a", profile="site")
-    for i in range(60):  # the served score knows the planted direction here: the moderator decides against it
+    for i in range(100):  # the served score knows the planted direction here: the moderator decides against it
         toxic = 0.45 if i % 2 else 0.1
         api.moderate_text(key, f"comment {i} {'harm' if i % 2 else 'fine'} toxic={toxic}")
     _teach(api, key, "site-a", comments=0, invert=True)
     body = api.client.post("/admin/v1/accounts/site-a/text-adaptation/refit", headers=api.admin).json()
-    assert body["active"] is False and body["reason"]
+    assert body["active"] is False and "contradict" in body["reason"]
     assert "+ad" not in api.moderate_text(key, "comment 1 harm toxic=0.45").json()["model_version"]
 
 
@@ -264,7 +264,7 @@ def test_after_a_swap_of_the_text_model_the_old_correction_applies_to_no_answer_
     services.flow.corrections.forget("site-a")
     assert "+ad" not in api.moderate_text(key, "new harm comment").json()["model_version"]
     refit = api.client.post("/admin/v1/accounts/site-a/text-adaptation/refit", headers=api.admin).json()
-    assert refit["examples"] == 60 and refit["encoder"] == "stub-encoder-1"  # nothing of the new one labelled yet
+    assert refit["examples"] == 100 and refit["encoder"] == "stub-encoder-1"  # nothing of the new one labelled yet
     pending = [i for i in _reviews(api, "site-a") if i["status"] == "pending"]  # the new model's audits
     for item in pending:
         _decide(api, item["id"], "approved")
