@@ -354,8 +354,13 @@ def status_lines(results) -> list[str]:
 
 
 def share_phrase(results) -> str:
-    """The served cascade's share, read from its version (`...-c70gb<hash>`: 70% of real dev comments)."""
-    found = re.search(r"-c(\d+)gb[0-9a-f]+$", (getattr(results, "versions", None) or {}).get("text.toxic", ""))
+    """The served cascade's share, read from its version (`...-c70gb<hash>`: 70% of real dev comments; `-cl<hash>`:
+    a share per language)."""
+    version = (getattr(results, "versions", None) or {}).get("text.toxic", "")
+    if re.search(r"-cl[0-9a-f]+gb[0-9a-f]+$", version):
+        return ("a share of each language's real dev comments, from none of English, Arabic or Chinese ones to 80% "
+                "of German ones: models/weights/text/cascade-shares.json")
+    found = re.search(r"-c(\d+)gb[0-9a-f]+$", version)
     return f"{found.group(1)}% of real dev comments" if found else "a share of real dev comments"
 
 

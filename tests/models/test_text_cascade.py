@@ -26,7 +26,9 @@ from models.cascade_completion import (
 )
 from models.text_cascade import (
     BAND_FILE,
+    SHARES_FILE,
     CascadeBand,
+    CascadeRouting,
     SecondStageAnswer,
     SecondStageItem,
     distance_from_even_odds,
@@ -76,6 +78,58 @@ def test_a_band_file_for_another_model_or_out_of_order_is_refused(tmp_path):
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError, match="non-decreasing"):
         CascadeBand.read(path, "usem3-x")
+
+
+def test_a_language_with_enough_dev_texts_gets_a_band_of_its_own(tmp_path):
+    rng = np.random.default_rng(4)
+    scores = np.r_[1 / (1 + np.exp(-rng.normal(0, 1, 500))), 1 / (1 + np.exp(-rng.normal(0, 6, 500))), [0.5] * 5]
+    languages = np.array(["ko"] * 500 + ["en"] * 500 + ["da"] * 5, dtype=object)
+    band = CascadeBand.fitted(scores, "usem3-x", languages, min_rows=100)
+    assert set(band.languages) == {"ko", "en"}  # Danish: too few texts for a band of its own
+    assert band.width(0.5, "ko") < band.width(0.5) < band.width(0.5, "en")
+    assert band.width(0.5, "da") == band.width(0.5, None) == band.width(0.5)  # the band over every language
+    path = tmp_path / BAND_FILE
+    path.write_text(json.dumps(band.document(1005, "test", {"ko": 500, "en": 500})))
+    again = CascadeBand.read(path, "usem3-x")
+    assert again.width(0.3, "ko") == pytest.approx(band.width(0.3, "ko"), abs=1e-5)
+
+
+def test_shares_per_language_route_each_text_on_its_own_languages_band(tmp_path):
+    routing = CascadeRouting(0.7, {"en": 0.0, "pl": 0.6})
+    assert routing.share_for("en") == 0.0 and routing.share_for("pl") == 0.6
+    assert routing.share_for("sw") == routing.share_for(None) == 0.7  # not chosen, or not detected: the default
+    assert routing.band_of("pl") == (0.6, "pl") and routing.band_of(None) == (0.7, None)
+    uniform = CascadeRouting.uniform(0.3)
+    assert uniform.tag == "c30" and uniform.band_of("pl") == (0.3, None)  # one share: the band over every language
+    assert routing.tag.startswith("cl") and routing.tag != CascadeRouting(0.7, {"en": 0.1, "pl": 0.6}).tag
+    assert routing.tag == CascadeRouting(0.7, {"pl": 0.6, "en": 0.0}).tag  # the table, not its order
+    with pytest.raises(ValueError):
+        CascadeRouting(0.7, {"en": 1.5})
+    path = tmp_path / SHARES_FILE
+    path.write_text(json.dumps({"model_version": "usem3-x", "default": 0.7, "languages": {"en": 0.0, "pl": 0.6}}))
+    assert CascadeRouting.read(path, "usem3-x") == routing
+    with pytest.raises(ValueError, match="not usem3-y"):
+        CascadeRouting.read(path, "usem3-y")
+
+
+def test_the_per_language_cascade_sends_a_language_at_share_0_nowhere_and_keeps_its_version():
+    """The committed routing (`cl<hash>`) loads to its registry version; with English at share 0 an English text
+    in any band stays usem3's, while a German one at share 1 goes on."""
+    from models.registry import load_model, read_registry
+    from models.text_cascade import CascadeFirstStage
+    from models.text_gemma_blend import BLEND_FILE, GemmaBlend
+    from models.text_toxicity import TextToxicityModel
+
+    (entry,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options.get("per_language")]
+    served = load_model(entry)
+    assert served.model_version == entry.version and served.routing.languages
+    model = TextToxicityModel.load()
+    band = CascadeBand.read(DEFAULT_WEIGHTS.with_name(BAND_FILE), model.model_version)
+    stage = CascadeFirstStage(model, band, CascadeRouting(1.0, {"en": 0.0}),
+                              GemmaBlend.read(DEFAULT_WEIGHTS.with_name(BLEND_FILE)))
+    (_, english), (_, german) = stage.predict_staged(["You are a complete and utter idiot, aren't you?",
+                                                      "Du bist wirklich ein kompletter Idiot, oder?"])
+    assert english is None and german is not None and german.language == "de"
 
 
 def test_distance_from_even_odds_is_symmetric_and_grows_outwards():
@@ -215,7 +269,7 @@ def test_the_cascade_at_share_100_is_the_opt_in_blend_and_its_versions_match_the
     from models.text_gemma_blend import GemmaBlendTextModel
     from models.text_scoring import TextRequest, TextScorer
 
-    (everything,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options["share"] == 1.0]
+    (everything,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options.get("share") == 1.0]
     first = load_model(everything)
     (stage_entry,) = [e for e in read_registry() if e.loader == "gemma_second_stage"]
     second = load_model(stage_entry)

