@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import os
 import platform
+import random
 import re
 import secrets
 import socket
@@ -130,9 +131,24 @@ def _sha256_hex(password: str) -> str:
     return hashlib.sha256(password.encode()).hexdigest()
 
 
+# Ports free_port picks from: below Linux's default ephemeral range (32768-60999), from which the kernel hands out
+# the source ports of outgoing connections and the ports of servers that bind port 0 (Ray's workers start many). A
+# port from that range could be taken between this check and the bind that follows (seen: Serve's proxy failing to
+# bind at a restart while Ray's workers started); one below it is taken only by another explicit bind.
+PORT_RANGE = (20000, 32767)
+PORT_TRIES = 64
+
+
 def free_port() -> int:
-    """A TCP port free on loopback now."""
-    # Another process may take the port before valkey-server binds it; `start` then fails loudly.
+    """A TCP port free on loopback now, outside the ephemeral range when one there is free."""
+    # Another process may still take the port before its server binds it; that server then fails loudly.
+    for port in random.sample(range(PORT_RANGE[0], PORT_RANGE[1] + 1), PORT_TRIES):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]

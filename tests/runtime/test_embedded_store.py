@@ -262,3 +262,16 @@ async def test_review_items_and_counters_survive_a_restart(tmp_path, stop):
     finally:
         await client.aclose()
         server.stop()
+
+
+def test_a_free_port_comes_from_below_the_ephemeral_range_and_is_bindable():
+    """Outside the range the kernel hands out for outgoing connections, so Ray's workers starting cannot take it
+    between the check and the bind (runtime/embedded_store.py PORT_RANGE)."""
+    import socket
+
+    from runtime.embedded_store import PORT_RANGE, free_port
+
+    ports = {free_port() for _ in range(20)}
+    assert all(PORT_RANGE[0] <= port <= PORT_RANGE[1] for port in ports) and len(ports) > 1
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", ports.pop()))
