@@ -50,6 +50,11 @@ LATENCY_SLACK_S = 0.005  # graph p50 at concurrency 1 at most 5 ms above the pla
 LIMIT_TARGET = 0.8  # nsfw + weapon + violence at least 0.8x the raw limit
 OVERLOAD_CLIENTS = 64
 OVERLOAD_TARGET = 0.9  # past saturation the graph keeps at least 0.9x its best throughput of the run
+# The images' graph / plain targets, each at 8, 16 and 32 clients, on the median of back-to-back pairs
+# (bench.run.image_pairs); and the image model's mean batch at 16 clients (the nsfw CPU reading).
+IMAGE_PAIR_TARGETS = {"image_default": 0.95, "image_strict": 1.0}
+IMAGE_PAIR_CLIENTS = (8, 16, 32)
+IMAGE_BATCH_TARGET = (16, 4.0)
 KEEP_LEVER_GAIN = 1.05  # a lever is kept when it gains at least 5% throughput at 16 clients on every workload
 
 
@@ -227,6 +232,7 @@ def targets(results: Results) -> list[str]:
                          f"{extra * 1000:+.1f} ms (target <= +5 ms): "
                          f"{_verdict(extra <= LATENCY_SLACK_S, f'missed by {(extra - LATENCY_SLACK_S) * 1000:.1f} ms')}.")
     lines.extend(overload_lines(results))
+    lines.extend(image_pair_lines(results))
     lines.extend(raw_limit_lines(results))
     strict = results.limit.get("image_strict")
     if strict and "image_strict" in graph.points:
@@ -272,6 +278,31 @@ def raw_limit_lines(results: Results) -> list[str]:
         lines.append(f"p50 at concurrency 1, {LABELS['text']}, the tighter target: {extra * 1000:+.1f} ms (target <= "
                      f"+{SHORT_TEXT_SLACK_S * 1000:.0f} ms): "
                      f"{_verdict(extra <= SHORT_TEXT_SLACK_S, f'missed by {(extra - SHORT_TEXT_SLACK_S) * 1000:.1f} ms')}.")
+    return lines
+
+
+def image_pair_lines(results: Results) -> list[str]:
+    """The images' graph / plain targets at each of IMAGE_PAIR_CLIENTS, on the median of the back-to-back pairs
+    (a run saved before the pairs existed has none), and the image model's mean batch at 16 clients."""
+    graph = results.columns["graph"]
+    lines = []
+    for name, by_clients in getattr(graph, "image_pairs", {}).items():
+        target = IMAGE_PAIR_TARGETS[name]
+        for clients, pairs in by_clients.items():
+            ratios = [ours.rps / theirs.rps for ours, theirs in pairs if theirs.rps]
+            if not ratios:
+                continue
+            ratio = median(ratios)
+            lines.append(
+                f"Images, {LABELS[name]} at {clients} clients: graph / plain = {ratio:.2f}, the median of "
+                f"{len(ratios)} back-to-back pairs (" + ", ".join(f"{a.rps:.1f}/{b.rps:.1f}" for a, b in pairs)
+                + f" req/s) (target >= {target:.2f}): {_verdict(ratio >= target, f'missed by {(target - ratio) * 100:.0f} points')}.")
+    clients, target = IMAGE_BATCH_TARGET
+    reading = getattr(graph, "cpu_image", {}).get("graph", {}).get(clients)
+    if reading is not None and reading.batch_mean is not None:
+        lines.append(f"The image model's mean batch at {clients} clients (nsfw, the CPU reading below): "
+                     f"{reading.batch_mean:.2f} (target >= {target:.0f}): "
+                     f"{_verdict(reading.batch_mean >= target, f'missed by {target - reading.batch_mean:.2f}')}.")
     return lines
 
 
@@ -540,6 +571,10 @@ def settings(results: Results) -> list[str]:
         f"Overload: after each workload's sweep, {plan.overload_rounds} pairs of points on the graph back to back, its "
         "best concurrency below 64 then 64 clients; the target compares the medians of the two (the sweep's points "
         "lie minutes apart on this shared machine, where throughput drifted by 20-30% between them).",
+        f"Images against the plain app: at {', '.join(map(str, IMAGE_PAIR_CLIENTS))} clients, "
+        f"{getattr(plan, 'image_pair_rounds', 0)} more pairs of points (the graph, then the plain app) beside the "
+        "sweep's own, after the overload pairs; those targets take the median pair (one pair swung by 0.1 within "
+        "two minutes).",
         f"Levers: each on a graph of its own with the same warm-up, at concurrency "
         f"{', '.join(map(str, plan.lever_concurrency))}: {', '.join(results.levers) or 'none this run'}"
         + (f" ({cascade.LEVER}: on the text workloads only)" if cascade.LEVER in results.levers else "") + ".",

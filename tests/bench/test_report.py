@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 from bench.limit import Limit, with_decoding
 from bench.load import Point
-from bench.report import Baseline, Results, document, format_ratio_line, limit_table, overload_lines, raw_limit_lines
+from bench.report import (Baseline, Results, document, format_ratio_line, image_pair_lines, limit_table, overload_lines,
+                          raw_limit_lines)
 from bench.service import batch_sizes
 
 
@@ -65,6 +66,25 @@ def test_with_back_to_back_pairs_the_target_compares_their_medians_and_the_sweep
     pairs[3] = _point(64, 70, errors=5)  # medians 90 and 70: 0.78
     [line] = overload_lines(results)
     assert "0.78 of 90.0" in line and "5 refused at 64" in line and "missed by 12 points" in line
+
+
+def test_the_image_targets_take_the_median_pair_at_each_client_count_and_the_batch_at_16_clients():
+    from bench.cpu import CpuReading
+
+    results = Results(plan=None, versions={}, cores=2, levers=[], load_before="")
+    # nsfw at 8 clients: ratios 0.80, 0.96, 1.00 -> median 0.96 (met); strict at 16: 0.90, 0.95, 0.99 -> 0.95 (target 1.0).
+    nsfw = [(_point(8, 80), _point(8, 100)), (_point(8, 96), _point(8, 100)), (_point(8, 100), _point(8, 100))]
+    strict = [(_point(16, 90), _point(16, 100)), (_point(16, 99), _point(16, 100)), (_point(16, 95), _point(16, 100))]
+    reading = CpuReading(clients=16, requests=300, errors=0, seconds=6.0, batch_mean=3.0)
+    results.columns["graph"] = SimpleNamespace(points={}, image_pairs={"image_default": {8: nsfw}, "image_strict": {16: strict}},
+                                               cpu_image={"graph": {16: reading}})
+    first, second, batch = image_pair_lines(results)
+    assert "at 8 clients: graph / plain = 0.96, the median of 3 back-to-back pairs (80.0/100.0, 96.0/100.0, 100.0/100.0" in first
+    assert "(target >= 0.95): **met**" in first
+    assert "at 16 clients: graph / plain = 0.95" in second and "(target >= 1.00): **not met**, missed by 5 points" in second
+    assert "mean batch at 16 clients" in batch and "3.00 (target >= 4): **not met**, missed by 1.00" in batch
+    results.columns["graph"] = SimpleNamespace(points={})  # a run saved before the pairs existed
+    assert image_pair_lines(results) == []
 
 
 def test_no_64_client_point_no_overload_line():

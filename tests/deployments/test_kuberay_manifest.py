@@ -64,6 +64,14 @@ def test_head_and_a_worker_group_with_the_metrics_port():
         assert container["resources"]["requests"] == container["resources"]["limits"]
 
 
+def test_every_container_slows_rays_idle_loops_as_make_serve_does():
+    from runtime.ray_cluster import IDLE_LOOPS
+
+    for container in containers():
+        values = {env["name"]: env.get("value") for env in container["env"]}
+        assert {name: values.get(name) for name in IDLE_LOOPS} == IDLE_LOOPS
+
+
 def test_every_container_gets_the_store_url_from_a_secret_and_no_secret_is_inline():
     for container in containers():
         (redis,) = [env for env in container["env"] if env["name"] == "REDIS_URL"]

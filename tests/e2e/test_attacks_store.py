@@ -60,9 +60,10 @@ def _model_requests() -> float:
     )
 
 
-def _settled_model_requests(wait_s: float = METRICS_REPORT_S + 2) -> float:
+def _settled_model_requests(wait_s: float = METRICS_REPORT_S + 3) -> float:
     """The counter once every replica has reported what happened so far: one report interval of the graph's Ray
-    (tests/e2e/conftest.py) and 2 s more for a busy machine (12 s at Ray's default interval of 10 s)."""
+    (tests/e2e/conftest.py), the replicas' 1 s of cached Serve metrics (runtime/ray_cluster.py IDLE_LOOPS) and 2 s
+    more for a busy machine (13 s at Ray's default interval of 10 s)."""
     time.sleep(wait_s)
     return _model_requests()
 

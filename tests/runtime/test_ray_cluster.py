@@ -8,11 +8,13 @@ import os
 import stat
 
 from runtime.ray_cluster import (
+    IDLE_LOOPS,
     RAY_TEMP_RECORD,
     SECRET_VARIABLES,
     drop_secrets_from_environment,
     private_ray_temp_dir,
     remove_ray_temp_dir,
+    slow_idle_loops,
     url_and_password_file,
 )
 
@@ -55,3 +57,28 @@ def test_a_recorded_path_that_is_not_ours_is_never_removed(tmp_path):
     (data_dir / RAY_TEMP_RECORD).write_text(str(elsewhere))  # an edited record
     remove_ray_temp_dir(data_dir)
     assert elsewhere.is_dir() and not (data_dir / RAY_TEMP_RECORD).exists()
+
+
+def test_rays_idle_loops_are_slowed_unless_the_operator_set_them():
+    environ = {"REPORTER_UPDATE_INTERVAL_MS": "5000"}
+    slow_idle_loops(environ)
+    assert environ["REPORTER_UPDATE_INTERVAL_MS"] == "5000"  # the operator's
+    assert {name: environ[name] for name in IDLE_LOOPS if name != "REPORTER_UPDATE_INTERVAL_MS"} == {
+        name: value for name, value in IDLE_LOOPS.items() if name != "REPORTER_UPDATE_INTERVAL_MS"}
+
+
+def test_each_idle_loop_variable_is_one_the_installed_ray_reads():
+    """A Ray upgrade that renames one would silently bring the old cost back: this fails instead."""
+    from pathlib import Path
+
+    import ray
+
+    root = Path(ray.__file__).parent
+    readers = {
+        "RAY_SERVE_METRICS_EXPORT_INTERVAL_MS": root / "serve" / "_private" / "constants.py",
+        "RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": root / "_private" / "log_monitor.py",
+        "REPORTER_UPDATE_INTERVAL_MS": root / "dashboard" / "modules" / "reporter" / "reporter_consts.py",
+    }
+    assert set(readers) == set(IDLE_LOOPS)
+    for name, path in readers.items():
+        assert f'"{name}"' in path.read_text(), f"{path} no longer reads {name}"
