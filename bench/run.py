@@ -68,7 +68,7 @@ class Plan:
     hop_calls: int = 40
     metrics_wait_s: float = 6.0  # Ray pushes replica metrics to its endpoint every few seconds
     overload_rounds: int = 3  # back-to-back pairs (peak concurrency, then 64 clients) per workload, graph only
-    image_pair_rounds: int = 2  # more graph-then-plain pairs at report.IMAGE_PAIR_CLIENTS, beside the sweep's own
+    pair_rounds: int = 2  # more graph-then-plain pairs where report.paired_clients says, beside the sweep's own
     cpu_clients: tuple[int, ...] = (1, 16)  # CPU per request by process (bench/cpu.py), short text
     image_cpu_clients: tuple[int, ...] = (1, 8, 16)  # the same for nsfw images, each with the batches that formed
     cpu_point_s: float = 6.0
@@ -79,7 +79,7 @@ class Plan:
 QUICK = Plan(workloads=("text", "text_benign_mix", "text_sure"), concurrency=(1, 16), lever_concurrency=(1, 16),
              min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
-             overload_rounds=0, image_pair_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0)
+             overload_rounds=0, pair_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0)
 FULL = Plan()
 
 
@@ -97,8 +97,8 @@ class Column:
     load_cpu_s: float = 0.0
     plain_beside: dict[str, list[Point]] = field(default_factory=dict)  # a lever's: the plain app measured beside it
     overload: dict[str, list[Point]] = field(default_factory=dict)  # per workload: peak, 64, peak, 64, ... back to back
-    # Per image workload and client count: (graph, plain) points measured back to back, the sweep's first.
-    image_pairs: dict[str, dict[int, list[tuple[Point, Point]]]] = field(default_factory=dict)
+    # Per workload and client count (report.paired_clients): (graph, plain) points back to back, the sweep's first.
+    pairs: dict[str, dict[int, list[tuple[Point, Point]]]] = field(default_factory=dict)
     cpu: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # "graph"/"plain" -> clients -> reading
     cpu_image: dict[str, dict[int, cpu.CpuReading]] = field(default_factory=dict)  # the same, nsfw images
     image_stages: image_time.Stages | None = None  # an image's wall time by stage at the first of cpu_clients
@@ -233,29 +233,26 @@ def overload_pairs(target: Target, workloads: dict[str, Workload], plan: Plan,
     return found
 
 
-def image_pairs(graph: Target, plain: Target, workloads: dict[str, Workload], plan: Plan,
-                swept: dict[str, dict[str, list[Point]]]) -> dict[str, dict[int, list[tuple[Point, Point]]]]:
-    """Per image workload of report.IMAGE_PAIR_TARGETS, at each of report.IMAGE_PAIR_CLIENTS: the sweep's pair of
-    points (graph, then plain) and `plan.image_pair_rounds` more, back to back. The images' graph / plain targets
-    are judged on the median pair: one pair of 2-5 s points on this shared machine swung by 0.1 (0.83-0.95 at 32
-    clients in three pairs within two minutes, 2026-11-29)."""
+def paired(graph: Target, plain: Target, workloads: dict[str, Workload], plan: Plan,
+           swept: dict[str, dict[str, list[Point]]]) -> dict[str, dict[int, list[tuple[Point, Point]]]]:
+    """Per workload, at each of its report.paired_clients: the sweep's pair of points (graph, then plain) and
+    `plan.pair_rounds` more, back to back. Those targets are judged on the median pair: one pair of 2-5 s points on
+    this shared machine swung by 0.1 (nsfw images, 0.83-0.95 at 32 clients in three pairs within two minutes,
+    2026-11-29)."""
     found: dict[str, dict[int, list[tuple[Point, Point]]]] = {}
-    for name in report.IMAGE_PAIR_TARGETS:
-        workload = workloads.get(name)
-        if workload is None:
-            continue
-        for clients in report.IMAGE_PAIR_CLIENTS:
+    for name, workload in workloads.items():
+        for clients in report.paired_clients(name):
             ours = report.point_at(swept["graph"].get(name, []), clients)
             theirs = report.point_at(swept["plain"].get(name, []), clients)
             if ours is None or theirs is None:
                 continue
             pairs = found.setdefault(name, {}).setdefault(clients, [(ours, theirs)])
             budget = point_budget(clients, plan.min_requests)
-            for _ in range(plan.image_pair_rounds):
+            for _ in range(plan.pair_rounds):
                 pairs.append(tuple(run_point(target.base_url, target.keys[workload.profile], workload, clients, budget,
                                              plan.max_point_s) for target in (graph, plain)))
         if name in found:
-            print(f"  {name} graph / plain pairs: " + "; ".join(
+            print(f"  {name} graph / plain pairs (req/s): " + "; ".join(
                 f"c={clients} " + ", ".join(f"{a.rps:.1f}/{b.rps:.1f}" for a, b in pairs)
                 for clients, pairs in found[name].items()), flush=True)
     return found
@@ -315,7 +312,7 @@ def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tu
     column.cascade = dict(watch.found) if watch is not None else {}
     if report.OVERLOAD_CLIENTS in concurrency:
         column.overload = overload_pairs(target, workloads, plan, column.points)
-    column.image_pairs = image_pairs(target, plain, workloads, plan, points)
+    column.pairs = paired(target, plain, workloads, plan, points)
     column.load_cpu_s = time.process_time() - cpu_start
     if with_hops and "text" in workloads:
         column.cpu = cpu_by_process(target, plain, workloads["text"], plan, plain_pids)

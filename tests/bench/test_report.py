@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from bench.limit import Limit, with_decoding
 from bench.load import Point
-from bench.report import (Baseline, Results, document, format_ratio_line, image_pair_lines, limit_table, overload_lines,
+from bench.report import (Baseline, Results, document, format_ratio_line, limit_table, overload_lines, paired_lines,
                           raw_limit_lines)
 from bench.service import batch_sizes
 
@@ -76,15 +76,22 @@ def test_the_image_targets_take_the_median_pair_at_each_client_count_and_the_bat
     nsfw = [(_point(8, 80), _point(8, 100)), (_point(8, 96), _point(8, 100)), (_point(8, 100), _point(8, 100))]
     strict = [(_point(16, 90), _point(16, 100)), (_point(16, 99), _point(16, 100)), (_point(16, 95), _point(16, 100))]
     reading = CpuReading(clients=16, requests=300, errors=0, seconds=6.0, batch_mean=3.0)
-    results.columns["graph"] = SimpleNamespace(points={}, image_pairs={"image_default": {8: nsfw}, "image_strict": {16: strict}},
+    # nsfw at 1 client: p50 over the plain app's +0, +6 and +9 ms -> +6 (target +5).
+    lone = [(Point(1, 50, 0, 1.0, p50, 0.1, 0.1), Point(1, 50, 0, 1.0, 0.030, 0.1, 0.1)) for p50 in (0.030, 0.036, 0.039)]
+    text = [(Point(1, 50, 0, 1.0, p50, 0.1, 0.1), Point(1, 50, 0, 1.0, 0.007, 0.1, 0.1)) for p50 in (0.009, 0.011, 0.0095)]
+    results.columns["graph"] = SimpleNamespace(points={}, pairs={"image_default": {1: lone, 8: nsfw},
+                                                                 "image_strict": {16: strict}, "text": {1: text}},
                                                cpu_image={"graph": {16: reading}})
-    first, second, batch = image_pair_lines(results)
+    p50, first, second, text_p50, batch = paired_lines(results)
+    assert "at 1 client: p50 graph - plain = +2.5 ms" in text_p50 and "(target <= +3 ms): **met**" in text_p50
+    assert "at 1 client: p50 graph - plain = +6.0 ms, the median of 3 back-to-back pairs (30.0 ms/30.0 ms" in p50
+    assert "(target <= +5 ms): **not met**, missed by 1.0 ms" in p50
     assert "at 8 clients: graph / plain = 0.96, the median of 3 back-to-back pairs (80.0/100.0, 96.0/100.0, 100.0/100.0" in first
     assert "(target >= 0.95): **met**" in first
     assert "at 16 clients: graph / plain = 0.95" in second and "(target >= 1.00): **not met**, missed by 5 points" in second
     assert "mean batch at 16 clients" in batch and "3.00 (target >= 4): **not met**, missed by 1.00" in batch
     results.columns["graph"] = SimpleNamespace(points={})  # a run saved before the pairs existed
-    assert image_pair_lines(results) == []
+    assert paired_lines(results) == []
 
 
 def test_no_64_client_point_no_overload_line():

@@ -23,7 +23,7 @@ def test_overload_pairs_alternate_the_best_concurrency_below_64_with_64(monkeypa
     assert run.overload_pairs(target, workloads, run.Plan(overload_rounds=0), swept) == {}
 
 
-def test_image_pairs_add_graph_then_plain_points_beside_the_sweeps_own_at_8_16_and_32_clients(monkeypatch):
+def test_pairs_add_graph_then_plain_points_beside_the_sweeps_own_images_at_1_8_16_and_32_clients_texts_at_1(monkeypatch):
     from bench import run
     from bench.load import Point, Workload
 
@@ -35,17 +35,20 @@ def test_image_pairs_add_graph_then_plain_points_beside_the_sweeps_own_at_8_16_a
 
     monkeypatch.setattr(run, "run_point", fake_point)
     swept_points = [Point(c, 50, 0, 1.0, 0.1, 0.1, 0.1) for c in (1, 8, 16, 32, 64)]
-    swept = {"graph": {"image_default": swept_points}, "plain": {"image_default": swept_points}}
+    swept = {name: {"image_default": swept_points, "text": swept_points, "batch_text": swept_points}
+             for name in ("graph", "plain")}
     graph, plain = run.Target("http://graph", {"default": [{}]}), run.Target("http://plain", {"default": [{}]})
     workloads = {"image_default": Workload("i", "/v1/moderate-image", "default", [{}]),
-                 "text": Workload("t", "/v1/moderate-text", "default", [{}])}
-    found = run.image_pairs(graph, plain, workloads, run.Plan(image_pair_rounds=2), swept)
-    assert list(found) == ["image_default"] and list(found["image_default"]) == [8, 16, 32]
-    assert [len(pairs) for pairs in found["image_default"].values()] == [3, 3, 3]
+                 "text": Workload("t", "/v1/moderate-text", "default", [{}]),
+                 "batch_text": Workload("b", "/v1/moderate-text", "default", [{}])}
+    found = run.paired(graph, plain, workloads, run.Plan(pair_rounds=2), swept)
+    assert list(found) == ["image_default", "text"] and list(found["image_default"]) == [1, 8, 16, 32]
+    assert list(found["text"]) == [1]  # texts: the 1-client p50 only; batch_text: none
+    assert [len(pairs) for pairs in found["image_default"].values()] == [3, 3, 3, 3]
     assert found["image_default"][8][0] == (swept_points[1], swept_points[1])  # the sweep's pair first
-    assert asked[:4] == [("http://graph", 8), ("http://plain", 8), ("http://graph", 8), ("http://plain", 8)]
-    assert len(asked) == 12  # 2 more pairs at each of 3 client counts; the text workload gets none
-    assert run.image_pairs(graph, plain, workloads, run.Plan(image_pair_rounds=0), swept)["image_default"][16] == [
+    assert asked[:4] == [("http://graph", 1), ("http://plain", 1), ("http://graph", 1), ("http://plain", 1)]
+    assert len(asked) == 20  # 2 more pairs at each of 4 client counts for images, at 1 for texts
+    assert run.paired(graph, plain, workloads, run.Plan(pair_rounds=0), swept)["image_default"][16] == [
         (swept_points[2], swept_points[2])]
 
 
