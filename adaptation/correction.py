@@ -1,4 +1,22 @@
-"""An account's correction of the served text score, and the check that lets it go live.
+"""An account's correction of the served text score, and the check that lets it go live. The home of the per-account
+correction: every part, from the labels it is fitted on to its use in an answer, is named here.
+
+- Its labels: adaptation/labels.py `Label`, made from what a queued or reported text keeps (moderation/label_evidence.py
+  `label_evidence`) and kept per account by store/labels/labels.py `LabelStore` (a decision keeps its label in its
+  own step: store/labels/lua.py `KEEP_DECIDED_LABEL`).
+- Fitting it: here, `fit_correction` (live only with `MIN_AUDITED_PER_CLASS` audited labels of each class and a gain
+  on the check below), run by moderation/site_adaptation.py `SiteAdaptation.refit` (on demand) and
+  `refit_due_accounts` (as labels arrive: runtime/admin_server.py `BackgroundRefits`); the fit, live or not and why,
+  is kept by store/labels/corrections.py `CorrectionStore`.
+- Applying it: moderation/text_correction.py `AccountCorrections.live` (each replica's copy of the live fit) and
+  `corrected` (a text answer's toxic score through `Correction.score`), called on every text answer by
+  moderation/flow.py `ModerationFlow._corrected`.
+- Operating it: admin/routes_adaptation.py (`adaptation_status`, `refit`, `reset`), dashboard/routes_adaptation.py
+  (`adaptation_page`, `refit`, `reset`), and the CLI's `adaptation`, `refit`, `reset-adaptation` (runtime/cli.py
+  `ADAPTATION_COMMANDS`).
+- Measuring it: its cost, bench/adaptation.py `measure`; its quality and the `L2` below, training/eval_site.py
+  `simulate`. The threshold backtest on the same labels is adaptation/backtest.py's; the whole story,
+  docs/site-adaptation.md.
 
 corrected logit = served calibrated logit + w . embedding + b
 
@@ -32,19 +50,22 @@ import numpy as np
 
 from adaptation.labels import Label, logit
 
-L2 = 1000.0  # per average-weighted label: the fewest harmed sites (training/eval_site.py, training/site_features_probe.py)
+# Per average-weighted label: the fewest harmed sites (training/eval_site.py,
+# training/experiments/site_features_probe.py).
+L2 = 1000.0
 # Fewer audited labels of either class than this, and the check cannot tell a 0.01 gain from noise. At 10 of each
 # (an AUC's standard error about 0.07) the check's gain did not predict the gain on the site's later texts
-# (correlation -0.25 to +0.22 at 50-200 labels, training/site_features_probe.py), and through the HTTP API one
-# held-out site went live at +0.034 and lost 0.026 (training/eval_site_http.py); it predicts well from about 500
-# labels (0.77-0.85). At 40 of each, a site's first day (50-80 labels) never goes live; a few hundred labels can.
+# (correlation -0.25 to +0.22 at 50-200 labels, training/experiments/site_features_probe.py), and through the HTTP
+# API one held-out site went live at +0.034 and lost 0.026 (training/experiments/eval_site_http.py); it predicts well
+# from about 500 labels (0.77-0.85). At 40 of each, a site's first day (50-80 labels) never goes live; a few hundred
+# labels can.
 MIN_AUDITED_PER_CLASS = 40
 _NEWTON_STEPS, _TOLERANCE = 30, 1e-6
 # Below this weighted AUC of the served score on the audited labels, the labels are taken to be inverted (a
 # moderator deciding against every flag reads about 1 - the model's AUC, 0.2 for a good one) and nothing is learnt.
 # 0.35 was tried: it let one held-out site whose few dozen audited labels read 0.42 go live, and that site lost
-# 0.084 AUC (training/site_features_probe.py): labels that disagree with the model that much are too few or too
-# noisy for the check to judge a correction on.
+# 0.084 AUC (training/experiments/site_features_probe.py): labels that disagree with the model that much are too few
+# or too noisy for the check to judge a correction on.
 CONTRADICTED_AUC = 0.5
 
 

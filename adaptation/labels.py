@@ -54,6 +54,8 @@ class Label:
 
 
 def logit(score: float) -> float:
+    """A score's log-odds, clipped as models/log_odds.py clips (its array form: adaptation imports nothing of
+    models); a label's stored `served_logit` is this."""
     p = min(max(float(score), _EPS), 1 - _EPS)
     return math.log(p / (1 - p))
 

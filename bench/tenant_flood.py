@@ -49,7 +49,9 @@ REVIEW_ALL = {
 ORIGIN = "https://flood.example"
 OTHER_TEXTS = ["Thanks for the quick delivery!", "I disagree with the last point, but the data is interesting.",
                "Does anyone know when the library opens on Sundays?", "Great photo, where was it taken?"]
-P99_BOUND_S = 1.0  # the other tenant's p99 (issue 39's target)
+# The other tenant's p99 while the flood runs: one tenant's flood must not cost another more than this
+# (SECURITY.md, "One tenant cannot fill the store").
+P99_BOUND_S = 1.0
 MEMORY_BOUND = 0.8  # the store's peak used memory, as a share of maxmemory
 
 

@@ -1,7 +1,23 @@
 """The dashboard: server-rendered pages on the admin listener for moderators and operators (docs/dashboard.md).
+It builds on `serve_app/` and the layers below and never imports `admin/`, which sits beside it on the same listener
+(tests/test_layering.py; runtime/admin_server.py joins the two).
 
 `install` adds it to the admin app: its routes, its static files (served by the service itself: no CDN), its error
 pages, and the security headers every page carries.
+
+- Who is signed in: `auth.py` (the session cookie, the user behind it, the user's role) and `csrf.py` (CSRF: the home
+  of that rule, every part of it there or named there).
+- The pages: `routes_login.py` (logging in and out, past the login brake), `routes_queue.py` (the moderators' queue,
+  an item and its decision, their own settings), `routes_config.py` (the operators' keys, profiles and plans),
+  `routes_widget.py` (a key's browser widget: its origins and this month's use), `routes_people.py` (dashboard users
+  and everyone's own password), `routes_insight.py` (the operators' read-only pages: usage, the queue's health,
+  Perspective feedback, the audit log) and `routes_adaptation.py` (each account's correction and a profile's
+  threshold backtest, its chart drawn on the server).
+- What the pages share: `pages.py` (renders the Jinja2 templates with the signed-in user, the CSRF token and the
+  navigation), `forms.py` (form bodies read with a size bound), `errors.py` (the refusals as HTML pages, with the
+  API's statuses), `review_view.py` (an item's scores beside its profile's thresholds), `reasons.py` (the reason codes
+  a moderator gives with a decision) and `stores.py` (the dashboard's stores over the service's store connection).
+- Beside the code, not packages: `templates/` (the Jinja2 templates) and `static/` (the pages' own script and styles).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The cookie holds only a random token (the store keeps its SHA-256, store/people/
 reads it), SameSite=Strict (no other site's page sends it) and Secure whenever the dashboard is reached over TLS
 (directly, or behind a proxy that says so in X-Forwarded-Proto). Every state change also needs the session's CSRF
 token in its form (dashboard/csrf.py, which names every part of CSRF).
-How long a session lives: store/people/sessions.py, which names every part of session expiry.
+How long a session lives: store/people/sessions.py, which names every part of session expiry. The brakes on guessing
+a password: store/people/login_brake.py, which names every part of the login brake.
 """
 
 from __future__ import annotations

@@ -50,9 +50,9 @@ DONE = {
 
 def _site(request: Request) -> SiteAdaptation:
     found = services(request)
-    if found.labels is None or found.adaptation is None:
+    if found.labels is None or found.corrections is None:
         raise PageError(404, "This listener keeps no labels.")
-    return SiteAdaptation(found.labels, found.adaptation, found.config)
+    return SiteAdaptation(found.labels, found.corrections, found.config)
 
 
 def _visible_account(account: str, viewer: Viewer) -> str:

@@ -1,7 +1,7 @@
 """Logging in and out (docs/dashboard.md, "Logging in").
 
 A login name is checked against the user-name rule first: a malformed or over-long one is refused (400) before any
-hash or store write. Then the attempt is taken past the two brakes of store/people/sessions.py, in one store step that
+hash or store write. Then the attempt is taken past the two brakes of store/people/login_brake.py, in one store step that
 counts it as a wrong password before its hash runs: past the per-address limit of wrong passwords the address's logins
 answer 429 until its window ends; past the per-name limit, the name answers 429 to addresses that have failed in
 their current window (a fresh address always may try). Only then is the password hashed, in the process's hash pool
@@ -26,7 +26,7 @@ from dashboard.pages import render
 from serve_app.audit_names import ACTOR_STATE, SKIP_STATE, TARGET_STATE
 from serve_app.client_address import limit_key_of
 from store.people.hash_pool import HashesBusy
-from store.people.sessions import LoginAttempt
+from store.people.login_brake import LoginAttempt
 from store.people.users import valid_login_name
 
 router = APIRouter(prefix=PATH, include_in_schema=False)
@@ -63,19 +63,19 @@ async def login(request: Request) -> Response:
     if not valid_login_name(name):
         setattr(request.state, SKIP_STATE, True)
         raise PageError(400, "A user name is 1 to 64 letters, digits, '.', '_' or '-'.")
-    logins = stores(request).logins
-    attempt = await logins.take(name, client_address(request))
+    brake = stores(request).login_brake
+    attempt = await brake.take(name, client_address(request))
     if attempt.retry_after_s:
         raise PageError(429, BRAKE_MESSAGES[attempt.reason].format(s=attempt.retry_after_s), attempt.retry_after_s)
     try:
         user = await stores(request).users.authenticate(name, password)
     except HashesBusy as busy:
-        await logins.give_back(attempt)
+        await brake.give_back(attempt)
         raise PageError(503, HASHES_BUSY_MESSAGE, busy.retry_after_s) from None
     if user is None:
         await _failed(request, attempt)
         return _login_page(request, 401, "Wrong name or password.", name)
-    await logins.succeeded(attempt)
+    await brake.succeeded(attempt)
     setattr(request.state, TARGET_STATE, user.name)
     setattr(request.state, ACTOR_STATE, actor(user.name))
     token, _ = await open_session(request, user)

@@ -1,7 +1,7 @@
 """Dashboard users: operators create one (moderator or operator) with a first password, change its role and the
 accounts a moderator works on, or delete one; everyone changes their own password. A new password, a new role and a
 deletion end every session the user had (store/people/users.py generation); new accounts apply at the user's next request.
-Changing one's own password needs the current one, braked per user as logins are (store/people/sessions.py
+Changing one's own password needs the current one, braked per user as logins are (store/people/login_brake.py
 take_password_check): a stolen session gets `MAX_WRONG_CURRENT_PASSWORDS` guesses per window, then 429.
 
 The CLI does the same (`moderation-admin user-create`), for the first operator of an install. An operator cannot
@@ -119,7 +119,7 @@ async def change_password(request: Request, viewer: Viewer = Depends(signed_in))
 async def _check_current_password(request: Request, name: str, password: str) -> None:
     """403 for a wrong current password, 429 past the user's brake (kept out of the audit log, as a login's 429s
     are), 503 when the hash pool is full; each guess is taken before its hash, so simultaneous ones cannot pass."""
-    brakes = stores(request).logins
+    brakes = stores(request).login_brake
     retry_after_s = await brakes.take_password_check(name)
     if retry_after_s:
         setattr(request.state, SKIP_STATE, True)

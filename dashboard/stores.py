@@ -9,7 +9,8 @@ from redis.asyncio import Redis
 from store.review.claims import Claims
 from store.review.stats import QueueStats
 from store.review.browse import ReviewBrowser
-from store.people.sessions import LoginThrottle, SessionStore
+from store.people.login_brake import LoginBrake
+from store.people.sessions import SessionStore
 from store.people.users import UserStore
 
 
@@ -17,7 +18,7 @@ from store.people.users import UserStore
 class DashboardStores:
     users: UserStore
     sessions: SessionStore
-    logins: LoginThrottle
+    login_brake: LoginBrake
     claims: Claims
     browser: ReviewBrowser
     stats: QueueStats
@@ -25,6 +26,6 @@ class DashboardStores:
     @classmethod
     def over(cls, redis: Redis) -> DashboardStores:
         return cls(
-            users=UserStore(redis), sessions=SessionStore(redis), logins=LoginThrottle(redis), claims=Claims(redis),
+            users=UserStore(redis), sessions=SessionStore(redis), login_brake=LoginBrake(redis), claims=Claims(redis),
             browser=ReviewBrowser(redis), stats=QueueStats(redis),
         )  # fmt: skip

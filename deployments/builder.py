@@ -47,7 +47,7 @@ def build_app(args: BuildArgs) -> Application:
         review_rules=settings.review_rules(),
         time_limits=settings.time_limits(),
         health_rules=settings.health_rules(),
-        admission_rules=settings.admission_rules(),
+        gate_rules=settings.gate_rules(),
         # The path of the secret HAProxy sends beside the client's address (runtime/haproxy.py), never the secret.
         proxy_secret_file=str(settings.proxy_secret_file) if settings.haproxy and settings.proxy_secret_file else None,
         widget_live_tokens_per_key=settings.widget_live_tokens_per_key,

@@ -7,10 +7,11 @@ How an upload reaches the ImageModel, by its size:
   a lone image's p50 by several ms against by reference.
 - larger, by reference (`_by_reference=True`: a Ray actor call, the bytes through the object store). The gRPC message
   is capped at 4 MiB on the receiving replica (RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH), and a phone photo is 3-8
-  MB: over the cap every upload failed as a 503. Raising the cap was measured against the object store (`python -m
-  bench.transport`, docs/image-models.md, Transport): within a few milliseconds of each other either way, with the
-  same memory; by reference needs no setting in every Ray process (a cap raised by `make serve` would be missing from
-  a `serve run` or a KubeRay cluster, and the 503s would be back). 1 MiB stays far below the default cap.
+  MB: over the cap every upload failed as a 503. Raising the cap was measured against the object store
+  (`python -m bench.experiments.transport`, docs/image-models.md, Transport): within a few milliseconds of each
+  other either way, with the same memory; by reference needs no setting in every Ray process (a cap raised by
+  `make serve` would be missing from a `serve run` or a KubeRay cluster, and the 503s would be back). 1 MiB stays
+  far below the default cap.
 Texts and decisions stay on gRPC: a request's texts fit the cap by construction (moderation/model_messages.py).
 """
 

@@ -10,7 +10,7 @@ from ray.serve.handle import DeploymentHandle
 
 from deployments.handles import ServeBackends
 from deployments.metrics import RequestMetrics, record_store_memory
-from moderation.admission import AdmissionRules
+from moderation.model_gates import GateRules
 from store.review.queue import ReviewRules
 from store.widget.tokens import LIVE_TOKENS_PER_KEY
 from runtime.bootstrap import seed_config
@@ -39,7 +39,7 @@ class ModerationIngress:
         review_rules: ReviewRules | None = None,
         time_limits: TimeLimits = TimeLimits(),
         health_rules: HealthRules = HealthRules(),
-        admission_rules: dict[str, AdmissionRules] | None = None,
+        gate_rules: dict[str, GateRules] | None = None,
         proxy_secret_file: str | None = None,
         widget_live_tokens_per_key: int = LIVE_TOKENS_PER_KEY,
         policy_hop: bool = False,
@@ -57,7 +57,7 @@ class ModerationIngress:
             review_rules=review_rules,
             health_rules=health_rules,
             on_store_memory=record_store_memory,
-            admission=admission_rules,
+            model_gates=gate_rules,
             client_addresses=ClientAddresses(proxy_secret),
             widget_live_tokens_per_key=widget_live_tokens_per_key,
         )

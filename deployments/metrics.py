@@ -14,7 +14,7 @@ Recorded only from the Ray shells in `deployments/` (the layers below know no Ra
     the Policy deployment with MODERATION_POLICY_HOP), added to Ray's counters once a second;
   - the model deployments: the latency of each batch through the model, batch sizes, the requests left waiting
     when a batch starts, an image's decoding and preparation before its batch, and each text's route through the
-    text cascade (models/cascade_completion.py);
+    text cascade (models/text_cascade_completion.py);
   - the ingress's health check (serve_app/health.py, every few seconds): the store's used memory, its
     limit, and whether it is past the alert threshold (`record_store_memory`; docs/operating.md).
 Queue lengths: Serve's built-ins `ray_serve_deployment_queued_queries` (waiting in a handle for a

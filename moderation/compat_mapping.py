@@ -7,7 +7,7 @@ the key's profile enables is scored (so a beta category left off scores 0), and 
 only when the request is flagged and one of its sources reached its review threshold in the profile.
 
 Perspective: six attributes have a model behind them; each is served in the languages the text
-model was evaluated in for that category (models/weights/text/model-card.md, "AUC per labelled language").
+model was evaluated in for that category (models/weights/text/reports/model-card.md, "AUC per labelled language").
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Take the items' quota units (`Item.units`), score (the request's texts in one model call, each image in its own; an
 image is decoded on the model side, as part of its scoring), decide, queue a `review` decision. The units are taken
 before any costly work, and given back to the month they were taken from if the request then fails (invalid content
-or our own failure); a client that hangs up mid-request keeps them spent, since the work was done. Route handlers read
-the body; this module runs the rest and raises `moderation.errors`, never HTTP errors.
+or our own failure); a client that hangs up mid-request keeps them spent, since the work was done (every part of a
+refund: store/keys/quota.py). Route handlers read the body; this module runs the rest and raises
+`moderation.errors`, never HTTP errors.
 """
 
 from __future__ import annotations
@@ -22,16 +23,15 @@ from typing import Protocol, TypeVar
 from models.image_decoding import ImageRefused
 from adaptation.labels import label_from_document
 from models.text_scoring import TextRequest, TextScores
-from moderation.admission import ModelAdmission
+from moderation.model_gates import ModelGates
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
-from moderation.hash_check import bankable_hash, hash_checked
 from moderation.items import Item
 from moderation.label_evidence import evidence_fields, label_evidence
 from moderation.limits import is_short_text_work
 from moderation.text_correction import AccountCorrections, corrected
 from policy.decisions import HASH_MATCH, Decision
-from moderation.hash_matching import BankMatch, BankMatcher
+from moderation.hash_matching import BankMatch, BankMatcher, bankable_hash, hash_checked
 from store.keys.quota import QuotaStore, Taken, WorkSlot
 from store.labels.labels import LabelStore
 from store.review.queue import DailyAuditsSpent, ReviewQueue, ReviewQueueFull
@@ -89,15 +89,15 @@ class Moderated:
 class ModerationFlow:
     def __init__(
         self, quota: QuotaStore, reviews: ReviewQueue, backends: ModelBackends, inference_timeout_s: float,
-        hash_matcher: BankMatcher | None = None, *, admission: ModelAdmission | None = None,
+        hash_matcher: BankMatcher | None = None, *, gates: ModelGates | None = None,
         labels: LabelStore | None = None, corrections: AccountCorrections | None = None,
         draw: Callable[[], float] = random.random,
     ):
-        """`admission`: each model's gate (moderation/admission.py); None lets every call through at once.
+        """`gates`: each model's gate (moderation/model_gates.py); None lets every call through at once.
         `labels`: where reported labels go; `corrections`: the accounts' live corrections (None: none applied);
         `draw`: a uniform number in [0, 1) per allowed item, against the profile's `audit_rate`."""
         self.quota, self.reviews, self.backends = quota, reviews, backends
-        self.inference_timeout_s, self.hash_matcher, self.admission = inference_timeout_s, hash_matcher, admission
+        self.inference_timeout_s, self.hash_matcher, self.gates = inference_timeout_s, hash_matcher, gates
         self.labels, self.corrections, self.draw = labels, corrections, draw
 
     async def moderate_many(
@@ -130,15 +130,15 @@ class ModerationFlow:
     ) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
         """Each item's model answer and its spans' scores: every text of the request (spans included) in one model
         call, which costs the model one place in its queue however many texts; each image in a call of its own.
-        Each call waits for its model's admission first, within the call's time limit."""
+        Each call waits at its model's gate first, within the call's time limit."""
         texts = [request for item in items if item.kind == "text" for request in (item.content, *item.span_requests())]
         images = [
-            self._call_model(self._admitted("image", caller, lambda item=item: self.backends.score_upload(item.content)))
+            self._call_model(self._gated("image", caller, lambda item=item: self.backends.score_upload(item.content)))
             for item in items if item.kind == "image"
         ]
         # Short and long text work queue apart, as they run apart on the model (its two lanes).
         text_kind = "text" if is_short_text_work([request.text for request in texts]) else "long_text"
-        text_call = self._call_model(self._admitted(text_kind, caller, lambda: self._score_texts(texts))) if texts \
+        text_call = self._call_model(self._gated(text_kind, caller, lambda: self._score_texts(texts))) if texts \
             else _no_texts()
         text_answers, *image_answers = await _all_or_none([text_call, *images])
         text_answers, image_answers = iter(text_answers), iter(image_answers)
@@ -151,10 +151,10 @@ class ModerationFlow:
                 answers.append((whole, tuple(next(text_answers).categories for _ in item.spans)))
         return answers
 
-    async def _admitted(self, kind: str, caller: Caller, call: Callable[[], Awaitable[T]]) -> T:
-        if self.admission is None:
+    async def _gated(self, kind: str, caller: Caller, call: Callable[[], Awaitable[T]]) -> T:
+        if self.gates is None:
             return await call()
-        async with self.admission.admitted(kind, caller.account):
+        async with self.gates.passed(kind, caller.account):
             return await call()
 
     async def _score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
@@ -167,7 +167,8 @@ class ModerationFlow:
     async def _corrected(
         self, caller: Caller, answers: list[tuple[Scored, tuple[dict[str, float], ...]]]
     ) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
-        """Each text's answer through the account's live correction (its spans' scores stay the served ones)."""
+        """Each text's answer through the account's live correction (its spans' scores stay the served ones; every
+        part of the correction, its fit included: adaptation/correction.py)."""
         if self.corrections is None or not any(isinstance(scored, TextScores) for scored, _ in answers):
             return answers
         correction = await self.corrections.live(caller.account)
@@ -218,13 +219,13 @@ class ModerationFlow:
 
     async def keep_reported_label(self, caller: Caller, text: str, harmful: bool) -> bool:
         """A label the account's backend sent (`POST /v1/feedback`, `comments:suggestscore`): the text scored as the
-        profile serves it (no quota unit; the model's admission as any text), kept as a `report` label, never the
+        profile serves it (no quota unit; the model's gate as any text), kept as a `report` label, never the
         text. False when the model gives no embedding (nothing kept)."""
         if self.labels is None:
             return False
         request = TextRequest(text, tuple(caller.profile.enabled_categories("text")))
         kind = "text" if is_short_text_work([text]) else "long_text"
-        scored = await self._call_model(self._admitted(kind, caller, lambda: self.backends.score_text(request)))
+        scored = await self._call_model(self._gated(kind, caller, lambda: self.backends.score_text(request)))
         document = evidence_fields(scored, "report", 1.0, caller.profile.name)
         if document is None:
             return False

@@ -1,6 +1,11 @@
-"""The match that blocks the re-upload of a rejected image: an image of an account whose PDQ hash has quality >=
-`min_quality` and lies within `match_distance` bits (of 256) of a hash in the account's bank (store/hash_bank/bank.py)
-is blocked (`blocked_by: ["hash_match"]`, moderation/hash_check.py).
+"""The match that blocks the re-upload of a rejected image, and its step in the moderation flow: an image of an
+account whose PDQ hash has quality >= `min_quality` and lies within `match_distance` bits (of 256) of a hash in the
+account's bank (store/hash_bank/bank.py) is blocked (`blocked_by: ["hash_match"]`).
+
+The step (`hash_checked`) runs beside the models, after them: the PDQ hash comes with the ImageModel's answer
+(models/image_upload.py), so the bank is checked once the image is scored, and a match overrides the profile's
+decision (policy/decisions.py `blocked_by_hash`). Only a hash of quality `min_quality` or more is matched or kept
+with a review item (`bankable_hash`).
 
 Matching is a brute-force scan over the bank packed as four uint64 words per hash: XOR and a popcount per word
 (numpy's bitwise_count, models/pdq.py), then the nearest, in a thread. Each replica keeps a copy per account, read
@@ -13,11 +18,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from models.pdq import hamming_distances, pack_hashes
+from moderation.items import Item
+from policy.decisions import Decision, blocked_by_hash
 from store.hash_bank.bank import BankEntry, HashBank, entry_of
 
 # PDQ's usual match threshold (ThreatExchange, HMA): at most this many of 256 bits apart.
@@ -113,3 +121,25 @@ class BankMatcher:
         packed = await asyncio.to_thread(PackedBank.from_stored, raw)  # JSON and numpy: off the event loop
         self._cache[account] = (version or "0", packed)
         return packed
+
+
+def bankable_hash(scored: object, bank: BankMatcher | None) -> str | None:
+    """The image's PDQ hash when it is good enough to match or to bank, else None (texts have none)."""
+    pdq = getattr(scored, "pdq", None)
+    if bank is None or pdq is None or pdq.quality < bank.rules.min_quality:
+        return None
+    return pdq.hash
+
+
+async def hash_checked(
+    bank: BankMatcher | None, account: str, items: Sequence[Item], scored: Sequence[object], decisions: Sequence[Decision]
+) -> tuple[list[Decision], list[BankMatch | None]]:
+    """Each item's decision (a block where its image matches the account's bank) and its match."""
+    checked, matches = [], []
+    for item, answer, decision in zip(items, scored, decisions):
+        pdq = bankable_hash(answer, bank) if item.kind == "image" else None
+        mirrored = getattr(answer.pdq, "mirrored", None) if pdq is not None else None
+        match = await bank.match(account, pdq, mirrored) if pdq is not None else None
+        checked.append(blocked_by_hash(decision) if match is not None else decision)
+        matches.append(match)
+    return checked, matches

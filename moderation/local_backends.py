@@ -15,7 +15,7 @@ from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageScores, PreparedImage
 from models.batch_isolation import raised_if_failed, scored_apart
 from models.batch_queue import BatchQueue
-from models.cascade_completion import CascadeCompletion
+from models.text_cascade_completion import CascadeCompletion
 from models.image_upload import ImageUpload, ScoredImage, decode_and_score
 from models.model_set import ModelSet, wanted_entries
 from models.registry import DEFAULT_REGISTRY

@@ -3,7 +3,7 @@ refits as labels arrive. Store reads and writes here; the fitting and estimating
 
 - **Refit** (`SiteAdaptation.refit`): every kept label of the account (store/labels/labels.py) goes into
   `adaptation.correction.fit_correction`; the fit, live or not and why, replaces the last one in one write
-  (store/labels/adaptation.py), which the ingress replicas read within seconds (moderation/text_correction.py). It
+  (store/labels/corrections.py), which the ingress replicas read within seconds (moderation/text_correction.py). It
   runs in a worker thread: a refit of 10,000 labels is about a second of CPU that must not stall the admin API.
 - **Backtest** (`SiteAdaptation.backtest`): each label's text as the profile would now flag it, on toxic's score
   (with the live correction; out of fold: each text scored by a correction fitted without it, since on the labels it
@@ -32,7 +32,7 @@ from adaptation.correction import Correction, fit_correction
 from adaptation.labels import Label
 from policy.types import PRIMARY_CATEGORIES, Profile
 from store.keys.config import ConfigStore
-from store.labels.adaptation import AdaptationStore
+from store.labels.corrections import CorrectionStore
 from store.labels.labels import LabelStore
 
 log = logging.getLogger("moderation.site_adaptation")
@@ -54,8 +54,8 @@ class NoSuggestion(Exception):
 
 
 class SiteAdaptation:
-    def __init__(self, labels: LabelStore, adaptation: AdaptationStore, config: ConfigStore):
-        self.labels, self.adaptation, self.config = labels, adaptation, config
+    def __init__(self, labels: LabelStore, corrections: CorrectionStore, config: ConfigStore):
+        self.labels, self.corrections, self.config = labels, corrections, config
 
     async def refit(self, account: str, profile_name: str | None = None, now: float | None = None) -> dict:
         """Fit, store and answer the account's new fit, with the backtest of `profile_name` (default: the profile
@@ -66,7 +66,7 @@ class SiteAdaptation:
         status = {"account": account, "version": report.correction.version if report.correction else None,
                   **report.document(), "encoder": encoder, "fitted_at": time.time() if now is None else now,
                   "labels": await self.labels.counts(account)}  # fmt: skip
-        await self.adaptation.put(account, status)
+        await self.corrections.put(account, status)
         profile = await self._profile(profile_name or _most_used_profile(labels))
         live = report.correction if report.active else None
         found = await asyncio.to_thread(_backtest, labels, profile, live, report.out_of_fold) if profile else None
@@ -75,7 +75,7 @@ class SiteAdaptation:
 
     async def status(self, account: str) -> dict:
         """The account's last fit (without its weights), or what there is before any: the label counts."""
-        status = await self.adaptation.get(account)
+        status = await self.corrections.get(account)
         counts = await self.labels.counts(account)
         if status is None:
             return {"account": account, "active": False, "version": None, "reason": "Not fitted yet.",
@@ -85,7 +85,7 @@ class SiteAdaptation:
     async def reset(self, account: str) -> None:
         """Erases the account's labels and its fit: its answers go back to the served score within seconds."""
         await self.labels.erase(account)
-        await self.adaptation.erase(account)
+        await self.corrections.erase(account)
 
     async def backtest(self, account: str, profile_name: str) -> Backtest:
         profile = await self._profile(profile_name)
@@ -106,7 +106,7 @@ class SiteAdaptation:
         return moved
 
     async def _live(self, account: str) -> Correction | None:
-        status = await self.adaptation.get(account)
+        status = await self.corrections.get(account)
         if not status or not status.get("active") or not status.get("correction"):
             return None
         return Correction.from_document(status["correction"])

@@ -1,6 +1,7 @@
-"""Each account's live correction of the served text score (adaptation/correction.py), applied in the flow.
+"""Each account's live correction of the served text score, applied in the flow. Every part of the correction, its
+fit included: adaptation/correction.py.
 
-The ingress reads an account's last fit from the store (`AdaptationStore`) at most every `fresh_s` seconds and keeps
+The ingress reads an account's last fit from the store (`CorrectionStore`) at most every `fresh_s` seconds and keeps
 the parsed correction, so applying it costs a dot product of 512 numbers, not a store call. A correction applies
 only to answers whose embedding the encoder it was fitted on made: after a swap of the text model, none, until the
 new model's labels refit it. A fit that is not live
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from adaptation.correction import Correction
 from models.text_scoring import TOXIC, TextScores
-from store.labels.adaptation import AdaptationStore
+from store.labels.corrections import CorrectionStore
 
 log = logging.getLogger("moderation.text_correction")
 
@@ -25,7 +26,7 @@ FRESH_S = 5.0  # how long a replica keeps an account's correction before it read
 
 
 class AccountCorrections:
-    def __init__(self, store: AdaptationStore, fresh_s: float = FRESH_S, clock=time.monotonic):
+    def __init__(self, store: CorrectionStore, fresh_s: float = FRESH_S, clock=time.monotonic):
         self._store, self.fresh_s, self._clock = store, fresh_s, clock
         self._kept: dict[str, tuple[float, LiveCorrection | None]] = {}
 

@@ -57,7 +57,7 @@ class BackgroundRefits:
         services = Services.connect(self._redis_url, backends=None, review_rules=self._review_rules)
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         try:
-            await refit_due_accounts(SiteAdaptation(services.labels, services.adaptation, services.config), self._stop)
+            await refit_due_accounts(SiteAdaptation(services.labels, services.corrections, services.config), self._stop)
         finally:
             await services.redis.aclose()
 

@@ -1,6 +1,6 @@
 """Our rules in Ray's HAProxy config: per-address limits, and HAProxy's own answers in the documented error shape.
 
-**Per-address limits.** The per-account limits (rate, `max_in_flight`, admission) need a key, so a flood without
+**Per-address limits.** The per-account limits (rate, `max_in_flight`, the model gates) need a key, so a flood without
 one (`/healthz`, a 404) or with made-up keys (each a 401 after a store round trip) was bounded only by what the
 ingress replica's event loop could answer, and on a 2-core machine 400 `/healthz` calls from 16 callers delayed
 another account's text by 6 s. HAProxy counts, per client (an IPv4 address, or an IPv6 address's /64: one host

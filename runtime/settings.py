@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from moderation.admission import DEFAULT_ADMISSION, AdmissionRules
+from moderation.model_gates import DEFAULT_GATES, GateRules
 from store.people.audit_log import AuditRules
 from runtime.haproxy_rules import SourceLimits
 from store.labels.labels import LabelRules
@@ -85,13 +85,14 @@ class Settings(BaseSettings):
     request_timeout_s: float = TimeLimits.request_timeout_s
     # Requests of one account that read a body, in progress at once per ingress replica; over it a 429.
     max_bodies_in_progress_per_account: int = TimeLimits.max_bodies_in_progress_per_account
-    # Admission control (moderation/admission.py; docs/operating.md, Overload): calls each ingress replica lets go to
+    # The model gates (moderation/model_gates.py; docs/operating.md, Overload): calls each ingress replica lets go to
     # a model at once, by kind of work; the rest wait their turn, account by account, and a call whose expected wait
-    # is over admit_max_wait_s is refused at once with 503 overloaded.
-    admit_text_calls: int = Field(default=DEFAULT_ADMISSION["text"].max_active, ge=1)
-    admit_long_text_calls: int = Field(default=DEFAULT_ADMISSION["long_text"].max_active, ge=1)
-    admit_image_calls: int = Field(default=DEFAULT_ADMISSION["image"].max_active, ge=1)
-    admit_max_wait_s: float = Field(default=DEFAULT_ADMISSION["text"].max_wait_s, gt=0)
+    # is over admit_max_wait_s is refused at once with 503 overloaded. (MODERATION_ADMIT_*: the variables' names are
+    # older than the gates'.)
+    admit_text_calls: int = Field(default=DEFAULT_GATES["text"].max_active, ge=1)
+    admit_long_text_calls: int = Field(default=DEFAULT_GATES["long_text"].max_active, ge=1)
+    admit_image_calls: int = Field(default=DEFAULT_GATES["image"].max_active, ge=1)
+    admit_max_wait_s: float = Field(default=DEFAULT_GATES["text"].max_wait_s, gt=0)
 
     # The store (store/review/queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
@@ -164,10 +165,10 @@ class Settings(BaseSettings):
             max_bodies_in_progress_per_account=self.max_bodies_in_progress_per_account,
         )
 
-    def admission_rules(self) -> dict[str, AdmissionRules]:
+    def gate_rules(self) -> dict[str, GateRules]:
         """Each kind of model work's gate, as the ingress takes them."""
         active = {"text": self.admit_text_calls, "long_text": self.admit_long_text_calls, "image": self.admit_image_calls}
-        return {kind: AdmissionRules(max_active=calls, max_wait_s=self.admit_max_wait_s) for kind, calls in active.items()}
+        return {kind: GateRules(max_active=calls, max_wait_s=self.admit_max_wait_s) for kind, calls in active.items()}
 
     def audit_rules(self) -> AuditRules:
         return AuditRules(

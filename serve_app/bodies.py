@@ -1,4 +1,6 @@
-"""Reading request bodies with a hard size limit, and the preamble every JSON route shares (`read_json`)."""
+"""Reading request bodies with a hard size limit, and the preamble every JSON route shares (`read_json`).
+
+An upload's limits, every part of them: models/image_upload.py."""
 
 from __future__ import annotations
 
@@ -82,11 +84,17 @@ async def read_json(request: Request, caller: Caller, scope: ContentKind | None,
     return json_object(body, example)
 
 
+def image_too_large(max_bytes: int) -> UploadTooLarge:
+    """413 `image_too_large`: an image past the plan's `max_bytes`, a form's part (`read_image_form`) or a data: URL
+    (serve_app/routes_openai.py `_image_bytes`)."""
+    return UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+
+
 async def read_image_form(request: Request, plan: Plan) -> tuple[bytes, dict[str, str]]:
     """An image upload's bytes (part `image`, or its alias `file`) and the form's text fields: 413 `image_too_large`
     past the plan's bytes (declared or streamed), 400 `no_image` without the part."""
     max_bytes = plan.image_max_bytes
-    too_large = UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+    too_large = image_too_large(max_bytes)
     refuse_declared_oversize(request, max_bytes + FORM_OVERHEAD_BYTES, too_large)
     try:
         form = await read_form(request, max_file_bytes=max_bytes, file_fields=IMAGE_FIELDS)

@@ -8,7 +8,7 @@ body is streamed through python-multipart's parser here.
 What one form may hold is bounded as it streams, declared Content-Length or not (a chunked body declares none):
 the whole body at the route's file limit plus FORM_OVERHEAD_BYTES, one file part kept (the first of the route's
 `file_fields`; a later one is counted but not kept), a file part the route does not take refused (400) at its
-headers, before any of its bytes are read.
+headers, before any of its bytes are read. An image upload's limits, every part: models/image_upload.py.
 """
 
 from __future__ import annotations

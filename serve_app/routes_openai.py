@@ -18,13 +18,12 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
 from moderation.compat_mapping import DEFAULT_OPENAI_MODEL, OPENAI_MODELS, Part, openai_result
-from moderation.errors import UploadTooLarge
 from moderation.flow import Caller, Moderated
 from moderation.items import image_item, text_item
 from moderation.limits import BATCH_TEXT_LIMITS, check_texts, require_scope
 from policy.types import Plan, Profile
 from serve_app.auth import admitted_caller, services
-from serve_app.bodies import json_bytes_for, read_json
+from serve_app.bodies import image_too_large, json_bytes_for, read_json
 from serve_app.errors import InvalidRequest, ModelNotFound
 from serve_app.schemas import BODY_ROUTE_ERRORS, OK_HEADERS, OpenAIErrorBody, error_responses
 
@@ -143,17 +142,19 @@ def _part(item: dict) -> tuple[str, str]:
 
 
 def _image_bytes(url: str, max_bytes: int) -> bytes:
+    """A data: URL's image, within the plan's bytes (the same 413 as a form's upload: serve_app/bodies.py), its
+    base64 refused past their size before it is decoded."""
     match = DATA_URL.fullmatch(url)
     if match is None:
         raise InvalidRequest(NO_FETCH)
     if len(match.group(1)) > _base64_chars(max_bytes):
-        raise UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+        raise image_too_large(max_bytes)
     try:
         data = base64.b64decode(match.group(1), validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRequest("The data: URL's base64 is not valid.") from None
     if len(data) > max_bytes:
-        raise UploadTooLarge(f"The image is above the plan's limit of {max_bytes} bytes.")
+        raise image_too_large(max_bytes)
     return data
 
 

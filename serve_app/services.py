@@ -12,7 +12,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as StoreConnectionError
 from redis.exceptions import RedisError
 
-from moderation.admission import AdmissionRules, ModelAdmission
+from moderation.model_gates import GateRules, ModelGates
 from moderation.backends import ModelBackends
 from moderation.flow import ModerationFlow
 from moderation.text_correction import AccountCorrections
@@ -25,7 +25,7 @@ from store.webhooks.outbox import Outbox
 from store.keys.rate_limit import RateRefusals
 from store.review.queue import ReviewQueue, ReviewRules
 from store.keys.config import ConfigStore
-from store.labels.adaptation import AdaptationStore
+from store.labels.corrections import CorrectionStore
 from store.labels.labels import LabelStore
 from store.webhooks.endpoints import WebhookStore
 from store.widget.tokens import LIVE_TOKENS_PER_KEY, WidgetStore
@@ -74,7 +74,7 @@ class Services:
     client_addresses: ClientAddresses = ClientAddresses()
     redis: Redis | None = None  # the store connection itself, for the dashboard's own stores (dashboard)
     labels: LabelStore | None = None  # each account's kept labels (store/labels/labels.py)
-    adaptation: AdaptationStore | None = None  # each account's last fit (store/labels/adaptation.py)
+    corrections: CorrectionStore | None = None  # each account's last fit (store/labels/corrections.py)
 
     @classmethod
     def connect(
@@ -89,14 +89,14 @@ class Services:
         audit_rules: AuditRules | None = None,
         health_rules: HealthRules | None = None,
         on_store_memory: Callable[[StoreMemory], None] | None = None,
-        admission: dict[str, AdmissionRules] | None = None,
+        model_gates: dict[str, GateRules] | None = None,
         webhook_rules: WebhookRules | None = None,
         client_addresses: ClientAddresses = ClientAddresses(),
         widget_live_tokens_per_key: int = LIVE_TOKENS_PER_KEY,
     ) -> Services:
         """`redis_password`: given apart from the URL when the URL must not carry it (None: the URL's own).
         `on_store_memory`: called with the store's memory at each health check (the ingress records a metric).
-        `admission`: the gates of the models' calls (moderation/admission.py); None lets every call through.
+        `model_gates`: the gates of the models' calls (moderation/model_gates.py); None lets every call through.
         `client_addresses`: whether HAProxy's address header is believed, with its secret (default: the peer's).
         `widget_live_tokens_per_key`: the live widget tokens one key may hold (store/widget/tokens.py)."""
         pool = BlockingConnectionPool.from_url(
@@ -106,7 +106,7 @@ class Services:
         redis = Redis.from_pool(pool)  # the client closes its pool with it
         quota, reviews = QuotaStore(redis), ReviewQueue(redis, review_rules)
         hash_bank = HashBank(redis, reviews.rules.hash_bank_max_entries)
-        labels, adaptation = LabelStore(redis, reviews.rules.labels), AdaptationStore(redis)
+        labels, corrections = LabelStore(redis, reviews.rules.labels), CorrectionStore(redis)
         return cls(
             config=ConfigStore(redis),
             quota=quota,
@@ -114,8 +114,8 @@ class Services:
             backends=backends,
             flow=ModerationFlow(
                 quota, reviews, backends, inference_timeout_s, BankMatcher(hash_bank),
-                admission=ModelAdmission(admission) if admission else None,
-                labels=labels, corrections=AccountCorrections(adaptation),
+                gates=ModelGates(model_gates) if model_gates else None,
+                labels=labels, corrections=AccountCorrections(corrections),
             ),
             feedback=FeedbackStore(redis),
             audit=AuditLog(redis, audit_rules),
@@ -128,7 +128,7 @@ class Services:
             client_addresses=client_addresses,
             redis=redis,
             labels=labels,
-            adaptation=adaptation,
+            corrections=corrections,
         )
 
 

@@ -22,7 +22,7 @@ The per-language cascade (`cascade-shares.json`) sends a text on at its detected
 language's band; its in-band texts are a subset of share 1's (every text with windows), so the scores that
 `quality` keeps per text (`.data/cascade-eval-scores.npz`) give its figures without running Gemma again.
 
-Writes `models/weights/text/cascade-report.json`; the model card's "Cascade" section renders it.
+Writes `models/weights/text/reports/cascade-report.json`; the model card's "Cascade" section renders it.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ from models.text_cascade import BAND_FILE, CascadeBand, CascadeFirstStage, Casca
 from models.text_gemma_blend import BLEND_FILE, GemmaBlend  # noqa: E402
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel  # noqa: E402
 from training.metrics import roc_auc  # noqa: E402
+from training.reports import REPORTS_DIR  # noqa: E402
 
-REPORT = DEFAULT_WEIGHTS.with_name("cascade-report.json")
+REPORT = REPORTS_DIR / "cascade-report.json"
 SCORES_KEPT = DEFAULT_WEIGHTS.parents[3] / ".data" / "cascade-eval-scores.npz"  # git-ignored
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)  # 0.7: the served default
 FIRST_STAGE_BATCH = 256

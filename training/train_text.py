@@ -11,7 +11,7 @@
 5. If time is left (`--loso-finetune-budget`), LOSO with fine-tuning too, for as many datasets as fit.
 
 Writes `use-ft.pt` (fp16 fine-tuned parameters + head; the embedding table stays in the package),
-`thresholds.json` and `training-report.json` (figures the model card cites) into `--out`.
+`thresholds.json` into `--out`, and `reports/training-report.json` (figures the model card cites) below it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from models.text_toxicity import DEFAULT_WEIGHTS, WINDOW_CHARS, TextToxicityMode
 from models.universal_sentence_encoder import UseEncoder, load_tokenizer, tokenize
 from training.finetune import embed, finetune, fit_linear, language_weights, predict_linear, to_padded
 from training.metrics import block_threshold, review_threshold, roc_auc
+from training.reports import REPORTS_DIR
 from training.text_data import FINE_LABELS, load_comments
 
 CATEGORIES = ("toxic",) + FINE_LABELS
@@ -146,15 +147,17 @@ def main() -> None:
     report["finetuned_windows"] = _per_language(test, test_scores, None)
     log(f"served model {served.model_version}: test macro AUC {report['finetuned_windows']['macro']:.4f} (windows)")
 
-    (out / "training-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    report_path = out / REPORTS_DIR.name / "training-report.json"
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     # 5. LOSO with fine-tuning, as far as the budget goes
     if args.loso_finetune_budget > 0:
         report["loso_finetune"] = _loso_finetune(
             comments, data.ids, data.lengths, data.y, data.m, data.w, data.split, data.datasets, lr_encoder,
             best_epoch, args.batch, device, args.loso_finetune_budget, log)  # fmt: skip
     report["seconds"] = round(time.time() - started)
-    (out / "training-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    log(f"wrote {out}/use-ft.pt, thresholds.json, training-report.json")
+    report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    log(f"wrote {out}/use-ft.pt, thresholds.json, {report_path.relative_to(out)}")
 
 
 def _finetuned(data: _Data, args: argparse.Namespace, log) -> tuple[dict, dict]:

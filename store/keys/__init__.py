@@ -4,6 +4,7 @@ Lua step (`lua.py`, AUTHORIZE), taken by `config.py`'s `ConfigStore.authorize`.
 
 - `config.py`: keys, plans and profiles by name, and `authorize`; `listing.py`: every record, for the dashboard.
 - `rate_limit.py`: the home of an API key's rate limit (it names every part), and the count of its refusals.
-- `quota.py`: the monthly quota and the account's work-in-progress slots (`QuotaStore`).
+- `quota.py`: the monthly quota and the account's work-in-progress slots (`QuotaStore`), and the home of quota
+  refunds (it names every part).
 - `lua.py`: the admission scripts.
 """

@@ -6,6 +6,16 @@ slot of work in progress: an account holds at most its plan's `max_in_flight` mo
 requests past this point at once, counted across every ingress replica. The rate limit is not here: it is
 taken by `ConfigStore.authorize` (`store.keys.config`), in the same Redis round trip that finds
 the request's key, plan and profile.
+
+Refunds, every part: a request's units go back when it fails (any Exception: invalid content, a 4xx, or our own
+failure, a 5xx) and stay spent when the client hung up (a cancellation, not an Exception: the work was done).
+- Decided in moderation/flow.py: `_Charged` around the units the flow takes itself, `first_unit_held` around a
+  request whose first unit its admission took (serve_app/auth.py `admitted_caller`), `give_back_first_unit` for one
+  refused after its admission (serve_app/auth.py `_caller`: a plan or profile it cannot read); `_give_back_units`
+  logs a refund the store refused instead of failing the answer.
+- Done here: `QuotaStore.give_back_quota`, to the month the units were taken from (`month_of` their time, even when
+  the request straddled a month's end), by store/keys/lua.py `GIVE_BACK_QUOTA`, which a full store still lets
+  through (`LET_THROUGH_WHEN_FULL`); the slot goes back whatever the outcome (`QuotaStore.release_slot`).
 """
 
 from __future__ import annotations
@@ -149,7 +159,7 @@ class QuotaStore:
         return await self._redis.zcount(redis_keys.work_in_progress(account), time.time(), "+inf")
 
     async def give_back_quota(self, account: str, now: float | None = None, units: int = 1) -> None:
-        """For a request that ended in a 5xx: the account is not charged for our failure."""
+        """For a request that failed (its content's 4xx, our 5xx): the account is not charged for it."""
         month, _ = month_of(time.time() if now is None else now)
         await self._give_back_quota(keys=[redis_keys.quota(account, month)], args=[units])
 

@@ -3,7 +3,7 @@
 Two lists per account, each capped: the labels of its decided text items (flagged or audited, kept by the deciding
 script: `store.labels.lua`) and the labels its backend reported (`POST /v1/feedback`, `comments:suggestscore`). A
 flood of reports only turns over the reported list. Both expire `retention_s` after their newest label, and an
-operator's reset erases them (with the fit: `AdaptationStore.erase`).
+operator's reset erases them (with the fit: `CorrectionStore.erase`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ more wait, and a password check that finds both full is refused at once (`Hashes
 
 Why: a scrypt hash (store/people/users.py) holds 128 MiB and a core for a tenth to half a second. Unbounded, a burst
 of logins queued them all in the event loop's shared thread pool (100 simultaneous wrong passwords: all hashed, six
-at a time, for 52 s, every other user of that pool waiting behind them). The login brakes (store/people/sessions.py)
+at a time, for 52 s, every other user of that pool waiting behind them). The login brakes (store/people/login_brake.py)
 bound how many hashes one address or one name may start; this bounds all of them together.
 
 Who waits and who is refused:
@@ -27,7 +27,7 @@ from typing import TypeVar
 T = TypeVar("T")
 # One hash per core of the 2-core reference box: a third would only wait for a core while holding its 128 MiB.
 HASH_WORKERS = 2
-# Checks that may wait for a worker: at about half a second a hash on the reference box, a check admitted last waits
+# Checks that may wait for a worker: at about half a second a hash on the reference box, the last check let in waits
 # about two seconds, well within a login page's patience, and queued checks hold no hash memory yet.
 HASH_MAX_WAITING = 6
 # What HashesBusy suggests as Retry-After: the queue drains in a few seconds at most.
@@ -49,19 +49,19 @@ class HashPool:
         self.workers, self.max_waiting = workers, max_waiting
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="password-hash")
         self._lock = threading.Lock()  # done-callbacks run on worker threads
-        self._admitted = 0  # running + waiting; released when the hash really ends, not when its caller leaves
+        self._in_flight = 0  # running + waiting; released when the hash really ends, not when its caller leaves
 
     async def run_or_refuse(self, hash_fn: Callable[..., T], *args) -> T:
         """Raises HashesBusy, having run nothing, when `workers + max_waiting` hashes are running or waiting."""
         with self._lock:
-            if self._admitted >= self.workers + self.max_waiting:
-                raise HashesBusy(f"{self._admitted} password hashes in flight; the limit is reached")
-            self._admitted += 1
+            if self._in_flight >= self.workers + self.max_waiting:
+                raise HashesBusy(f"{self._in_flight} password hashes in flight; the limit is reached")
+            self._in_flight += 1
         return await self._run(hash_fn, *args)
 
     async def run_in_turn(self, hash_fn: Callable[..., T], *args) -> T:
         with self._lock:
-            self._admitted += 1
+            self._in_flight += 1
         return await self._run(hash_fn, *args)
 
     async def _run(self, hash_fn: Callable[..., T], *args) -> T:
@@ -76,7 +76,7 @@ class HashPool:
 
     def _release(self, _future: Future | None) -> None:
         with self._lock:
-            self._admitted -= 1
+            self._in_flight -= 1
 
 
 PASSWORD_HASHES = HashPool()

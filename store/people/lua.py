@@ -9,7 +9,7 @@ script that can grow makes such a write before any removal: a full store refuses
 # One login attempt, taken before its password is hashed: both brakes are checked and, if neither holds, the attempt
 # is counted at once as a wrong password under the name and the address. One step, or a burst of simultaneous
 # attempts would all pass the check before the first was counted (120 at once from one address were all hashed).
-# A right password gives its attempt back (GIVE_BACK_GUESSES). The rules are store/people/sessions.py's.
+# A right password gives its attempt back (GIVE_BACK_GUESSES). The rules are store/people/login_brake.py's.
 # KEYS: the name's counter, the address's counter. ARGV: limit per name, limit per address, window (s).
 # Returns {brake, retry_after_s, name_count, address_count}: brake 0 when taken (the counts include this attempt),
 # 1 when the address's brake holds, 2 when the name's does.

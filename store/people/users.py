@@ -36,7 +36,7 @@ MIN_PASSWORD_CHARS = 10
 MAX_PASSWORD_CHARS = 1024
 # A moderator's accounts are read on every request: a bound keeps that read (and the queue's merge) small.
 MAX_ACCOUNTS_PER_USER = 100
-MAX_ACCOUNT_CHARS = 200  # as an API key's account (admin/routes.py KeyRequest)
+MAX_ACCOUNT_CHARS = 200  # as an API key's account (admin/routes_keys.py KeyRequest)
 # OWASP's scrypt floor (N=2^17, r=8, p=1): 128 MiB and about a tenth of a second per hash, which a login can afford
 # and a guesser with a stolen store cannot multiply cheaply.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**17, 8, 1

@@ -286,7 +286,7 @@ def test_a_run_saved_before_the_cascade_existed_is_written_again_without_it():
 
 
 def test_the_lever_is_not_judged_as_a_lever_but_sent_to_its_section():
-    from bench.report import levers
+    from bench.report.levers import levers
 
     [line] = levers(_results())
     assert "see the Text cascade section" in line and "**keep**" not in line and "do not keep" not in line

@@ -5,8 +5,10 @@ from types import SimpleNamespace
 
 from bench.limit import Limit, with_decoding
 from bench.load import Point
-from bench.report import (Baseline, Results, document, format_ratio_line, limit_table, overload_lines, paired_lines,
-                          raw_limit_lines)
+from bench.report import Baseline, Results, document
+from bench.report.ratios import format_ratio_line
+from bench.report.sweep import limit_table
+from bench.report.targets import overload_lines, paired_lines, raw_limit_lines
 from bench.service import batch_sizes
 
 

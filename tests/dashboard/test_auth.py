@@ -23,7 +23,7 @@ from serve_app.services import Services
 from store import redis_keys
 from store.people import users as users_module
 from store.people.hash_pool import HASH_MAX_WAITING, HASH_WORKERS
-from store.people.sessions import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME, MAX_WRONG_CURRENT_PASSWORDS
+from store.people.login_brake import LOGIN_WINDOW_S, MAX_FAILURES_PER_NAME, MAX_WRONG_CURRENT_PASSWORDS
 from store.people.users import verify_password
 
 # The login form's CSRF token is a double-submit cookie: any value, sent in both places, passes.
@@ -137,9 +137,9 @@ def test_past_the_names_limit_the_guessing_addresses_wait_but_the_right_password
 
 
 def test_one_address_spraying_a_password_over_many_names_is_stopped(client, client_from):
-    client.app.state.dashboard.logins.max_failures_per_address = 3  # the default (20) costs 20 scrypt hashes here
+    client.app.state.dashboard.login_brake.max_failures_per_address = 3  # the default (20) costs 20 scrypt hashes here
     sprayer = client_from("203.0.113.7")
-    sprayer.app.state.dashboard.logins.max_failures_per_address = 3
+    sprayer.app.state.dashboard.login_brake.max_failures_per_address = 3
     for n in range(3):
         assert log_in(sprayer, f"user-{n}", "Summer2026!!").status_code == 401
     refused = log_in(sprayer, "user-9", "Summer2026!!")
@@ -148,23 +148,23 @@ def test_one_address_spraying_a_password_over_many_names_is_stopped(client, clie
 
 def test_an_ipv6_sprayer_is_braked_by_its_64_whichever_of_its_addresses_it_uses(client, client_from):
     """One IPv6 host holds a whole /64: a fresh address of it per guess must not be a fresh brake."""
-    client.app.state.dashboard.logins.max_failures_per_address = 3
+    client.app.state.dashboard.login_brake.max_failures_per_address = 3
     sprayers = [client_from(f"2001:db8:7:7::{n:x}") for n in range(1, 5)]
     for sprayer in sprayers:
-        sprayer.app.state.dashboard.logins.max_failures_per_address = 3
+        sprayer.app.state.dashboard.login_brake.max_failures_per_address = 3
     for n, sprayer in enumerate(sprayers[:3]):
         assert log_in(sprayer, f"user-{n}", "Summer2026!!").status_code == 401
     refused = log_in(sprayers[3], "user-9", "Summer2026!!")
     assert refused.status_code == 429 and "your address" in refused.text
     other_network = client_from("2001:db8:7:8::1")
-    other_network.app.state.dashboard.logins.max_failures_per_address = 3
+    other_network.app.state.dashboard.login_brake.max_failures_per_address = 3
     assert log_in(other_network, "user-9", "Summer2026!!").status_code == 401  # another /64: its own brake
 
 
 def test_wrong_passwords_reach_the_audit_log_only_as_brakes_engage_and_never_name_unknown_users(client, client_from):
     make_user(client, "mia")
     guesser = client_from("203.0.113.9")
-    guesser.app.state.dashboard.logins.max_failures_per_address = MAX_FAILURES_PER_NAME + 2
+    guesser.app.state.dashboard.login_brake.max_failures_per_address = MAX_FAILURES_PER_NAME + 2
     for name in ["mia"] * MAX_FAILURES_PER_NAME + ["ghost-user", "ghost-user-2"]:
         log_in(guesser, name, "wrong-password!")
     for _ in range(5):

@@ -71,7 +71,7 @@ def test_twenty_concurrent_reports_of_one_account_are_all_served(client, new_key
 
 def test_one_account_past_its_plans_max_in_flight_gets_429_while_another_is_served(client, new_key):
     # 40 long texts at once (the plan's burst): at most max_in_flight (32) are in progress at once, and of those only
-    # as many as the long-text gate's expected wait admits are left to wait (moderation/admission.py); every other
+    # as many as the long-text gate's expected wait admits are left to wait (moderation/model_gates.py); every other
     # one is refused with 429, the flooder's own, while another account is served.
     from support.long_texts import long_text
 

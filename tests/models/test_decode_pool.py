@@ -80,7 +80,7 @@ def test_the_work_after_decoding_runs_in_the_decode_worker_and_holds_its_place_u
 def test_a_full_decoder_answers_busy_at_once_and_recovers():
     async def scenario(decoder):
         slow = asyncio.create_task(decoder.decode(slow_gif(), SLOW_MAX_PIXELS))
-        await asyncio.sleep(0)  # the slow decode is admitted
+        await asyncio.sleep(0)  # the slow decode is in flight
         started = time.perf_counter()
         with pytest.raises(DecodeBusy) as raised:
             await decoder.decode(small_png(), 1_000_000)

@@ -1,4 +1,4 @@
-"""The text cascade's pure parts (models/text_cascade.py, models/cascade_completion.py): the band, the answers'
+"""The text cascade's pure parts (models/text_cascade.py, models/text_cascade_completion.py): the band, the answers'
 versions, and how a second stage that is busy, slow, failing, mid-swap or absent still leaves every text answered.
 The real model's checks (the committed band, share 100% equal to the opt-in blend) need `make gemma` and skip
 elsewhere, saying why."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from models import embeddinggemma
-from models.cascade_completion import (
+from models.text_cascade_completion import (
     BUSY,
     COOLING,
     MISMATCH,

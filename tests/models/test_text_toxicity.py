@@ -13,9 +13,9 @@ import yaml
 from models.text_toxicity import (DEFAULT_WEIGHTS, THRESHOLDS_FILE, TextToxicityModel, read_thresholds,
                                   split_windows)
 from training import served_cases
+from training.reports import MODEL_CARD
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MODEL_CARD = REPO_ROOT / "models" / "weights" / "text" / "model-card.md"
 THRESHOLDS = read_thresholds()["categories"]
 REVIEW, BLOCK = THRESHOLDS["toxic"]["review"], THRESHOLDS["toxic"]["block"]
 

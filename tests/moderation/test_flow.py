@@ -15,7 +15,7 @@ from models.image_scoring import ImageScores
 from models.image_upload import ScoredImage
 from models.text_scoring import TextScores
 from moderation import flow as flow_module
-from moderation.admission import AdmissionRules, ModelAdmission
+from moderation.model_gates import GateRules, ModelGates
 from moderation.errors import ModelUnavailable, Overloaded, QuotaExceeded, TooManyInFlight
 from moderation.flow import Caller, ModerationFlow
 from moderation.items import Item, image_item, text_item
@@ -302,33 +302,33 @@ async def test_a_failed_request_gives_its_slot_back_too(flow, backends):
     await flow.moderate_many(caller(max_in_flight=1), [text()])
 
 
-class RecordedAdmission(ModelAdmission):
+class RecordedGates(ModelGates):
     """The real gates, with each call's (kind, account) recorded."""
 
-    def __init__(self, rules: AdmissionRules):
+    def __init__(self, rules: GateRules):
         super().__init__({kind: rules for kind in ("text", "long_text", "image")})
         self.entered: list[tuple[str, str]] = []
 
-    def admitted(self, kind: str, account: str):
+    def passed(self, kind: str, account: str):
         self.entered.append((kind, account))
-        return super().admitted(kind, account)
+        return super().passed(kind, account)
 
 
-def gated_flow(redis_client, backends, rules: AdmissionRules) -> ModerationFlow:
+def gated_flow(redis_client, backends, rules: GateRules) -> ModerationFlow:
     return ModerationFlow(QuotaStore(redis_client), ReviewQueue(redis_client), backends, inference_timeout_s=0.5,
-                          admission=RecordedAdmission(rules))  # fmt: skip
+                          gates=RecordedGates(rules))  # fmt: skip
 
 
 async def test_each_model_call_waits_at_the_gate_of_its_kind_of_work_under_its_account(redis_client, backends):
-    flow = gated_flow(redis_client, backends, AdmissionRules(max_active=4))
+    flow = gated_flow(redis_client, backends, GateRules(max_active=4))
     await flow.moderate_many(caller(), [text("a"), image(), image()])
     await flow.moderate_many(caller(), [text("w" * (SHORT_TEXT_WORK_CHARS + 1))])
-    assert sorted(flow.admission.entered) == [("image", "acme"), ("image", "acme"), ("long_text", "acme"),
+    assert sorted(flow.gates.entered) == [("image", "acme"), ("image", "acme"), ("long_text", "acme"),
                                              ("text", "acme")]  # fmt: skip
 
 
 async def test_a_call_the_gate_refuses_is_overloaded_before_the_model_and_gives_the_units_back(redis_client, backends):
-    flow = gated_flow(redis_client, backends, AdmissionRules(max_active=1, max_waiting=0))
+    flow = gated_flow(redis_client, backends, GateRules(max_active=1, max_waiting=0))
     backends.delay_s = 0.3
     first = asyncio.ensure_future(flow.moderate_many(caller(), [text("first")]))
     await asyncio.sleep(0.1)  # the first holds the text gate's only place
@@ -339,7 +339,7 @@ async def test_a_call_the_gate_refuses_is_overloaded_before_the_model_and_gives_
 
 
 async def test_a_wait_at_the_gate_counts_against_the_models_time_limit(redis_client, backends):
-    flow = gated_flow(redis_client, backends, AdmissionRules(max_active=1))
+    flow = gated_flow(redis_client, backends, GateRules(max_active=1))
     backends.delay_s = 0.4  # two calls in a row: the second's wait and call together pass the 0.5 s limit
     results = await asyncio.gather(flow.moderate_many(caller(), [text("a")]), flow.moderate_many(caller(), [text("b")]),
                                    return_exceptions=True)  # fmt: skip

@@ -14,7 +14,7 @@ from adaptation.labels import Label
 from moderation.site_adaptation import SiteAdaptation, label_scores, refit_due_accounts
 from policy.types import Profile
 from store.keys.config import ConfigStore
-from store.labels.adaptation import AdaptationStore
+from store.labels.corrections import CorrectionStore
 from store.labels.labels import LabelStore
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ def _report(harmful: bool, at: float, insult: float = 0.0, encoder: str = "enc-1
 
 @pytest.fixture
 def site(redis_client) -> SiteAdaptation:
-    return SiteAdaptation(LabelStore(redis_client), AdaptationStore(redis_client), ConfigStore(redis_client))
+    return SiteAdaptation(LabelStore(redis_client), CorrectionStore(redis_client), ConfigStore(redis_client))
 
 
 async def test_the_background_loop_refits_an_account_once_its_labels_settle(site):
@@ -40,7 +40,7 @@ async def test_the_background_loop_refits_an_account_once_its_labels_settle(site
     loop = asyncio.create_task(refit_due_accounts(site, stop, every_s=0.05, settle_s=0.0))
     try:
         for _ in range(100):
-            if await site.adaptation.get("site-a") is not None:
+            if await site.corrections.get("site-a") is not None:
                 break
             await asyncio.sleep(0.05)
     finally:

@@ -1,5 +1,6 @@
-"""The site simulation (training/eval_site.py): how a site's queue turns its history into labels, and what the
-report and the model card say; the real-data check skips without MODERATION_TEXT_DATA_DIR."""
+"""The site simulation (training/eval_site.py): the labels a site's queue gives as adaptation keeps them, and what the
+report and the model card say; the real-data check skips without MODERATION_TEXT_DATA_DIR. The walk itself:
+tests/training/test_label_walk.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from training import eval_site
+from adaptation.labels import logit
+from training import eval_site, label_walk
+from training.reports import MODEL_CARD
 from training.text_data import DATA_DIR_ENV, data_dir
 
 
@@ -21,23 +24,22 @@ def synthetic_base(n: int = 600, seed: int = 0) -> dict:
             "label": label.astype(int), "score": score, "threshold": np.full(n, 0.5), "embedding": embedding}
 
 
-def test_the_walk_labels_every_flagged_row_audits_allowed_ones_and_reports_only_unaudited_misses():
+def test_a_site_is_flagged_at_its_review_threshold_and_its_labels_keep_the_base_logit_and_language():
     base = synthetic_base()
     history = np.arange(400)
-    labels, taken = eval_site.walk(base, history, 10_000, np.random.default_rng(1))
+    labels, taken = eval_site.site_labels(base, history, 10_000, np.random.default_rng(1))
     assert taken == 400
     flagged = [lab for lab in labels if lab.seen == "flagged"]
     assert len(flagged) == int((base["score"][history] >= 0.5).sum())
-    assert all(lab.sampling_rate == 1.0 for lab in flagged)
-    assert all(lab.sampling_rate == eval_site.AUDIT_RATE for lab in labels if lab.seen == "audit")
-    assert all(lab.harmful and lab.sampling_rate == 1.0 for lab in labels if lab.seen == "report")
-    allowed = int((base["score"][history] < 0.5).sum())
-    assert 0.04 * allowed < sum(lab.seen == "audit" for lab in labels) < 0.2 * allowed
+    assert all(lab.sampling_rate == label_walk.AUDIT_RATE for lab in labels if lab.seen == "audit")
+    walked = label_walk.walk(base["score"] >= 0.5, base["label"], history, 10_000, np.random.default_rng(1))
+    for lab, row in zip(labels, walked.rows):
+        assert lab.served_logit == logit(base["score"][row]) and lab.language == "en"
 
 
-def test_the_walk_stops_at_n_labels_and_says_how_many_rows_it_took():
+def test_the_labels_stop_at_n_and_say_how_many_rows_it_took():
     base = synthetic_base()
-    labels, taken = eval_site.walk(base, np.arange(600), 50, np.random.default_rng(2))
+    labels, taken = eval_site.site_labels(base, np.arange(600), 50, np.random.default_rng(2))
     assert len(labels) == 50 and taken < 600 and labels[-1].at == taken
 
 
@@ -55,12 +57,12 @@ def test_a_site_short_of_n_labels_does_not_count_for_that_n():
 def test_the_committed_report_is_in_the_model_card():
     if not eval_site.REPORT.exists():
         pytest.skip("site-report.json not measured yet (make eval-site)")
-    from training import model_card
+    from training.model_card import site
 
     report = json.loads(eval_site.REPORT.read_text(encoding="utf-8"))
-    card = (eval_site.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
-    assert model_card.SITE_HEADING in card
-    assert model_card.site_section() in card
+    card = MODEL_CARD.read_text(encoding="utf-8")
+    assert site.SITE_HEADING in card
+    assert site.site_section() in card
     assert f"{report['sizes']['100']['gain_served']:+.3f}" in card
 
 

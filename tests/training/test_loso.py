@@ -8,6 +8,7 @@ import pytest
 
 from training import loso
 from training.metrics import average_precision
+from training.reports import MODEL_CARD
 from training.text_data import DATA_DIR_ENV, Comment, data_dir, load_comments
 
 
@@ -62,7 +63,7 @@ def test_the_committed_report_is_of_the_served_model_and_in_the_model_card():
 
     stored = json.loads(loso.REPORT.read_text(encoding="utf-8"))
     assert stored["key"]["model_version"] == TextToxicityModel.load(threads=1).model_version
-    card = (loso.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
+    card = MODEL_CARD.read_text(encoding="utf-8")
     assert f"leave-one-source-out **{stored['served_encoder']['all']['macro_languages']:.3f}**" in card
 
 

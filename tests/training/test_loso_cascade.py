@@ -14,6 +14,7 @@ from models.text_cascade import CascadeBand, CascadeRouting
 from models.text_gemma_blend import GemmaBlend
 from training import eval_cascade, loso, loso_cascade
 from training.metrics import roc_auc
+from training.reports import MODEL_CARD
 from training.text_data import Comment
 
 
@@ -155,7 +156,7 @@ def test_one_pass_shares_are_nested_and_must_match_the_largest_shares_first_stag
 
 def test_the_committed_cascade_figures_are_in_the_model_card():
     stored = json.loads(loso.REPORT.read_text(encoding="utf-8")).get("cascade")
-    card = (loso.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
+    card = MODEL_CARD.read_text(encoding="utf-8")
     if stored is None:
         return
     assert "### Cascade" in card
@@ -164,22 +165,22 @@ def test_the_committed_cascade_figures_are_in_the_model_card():
 
 
 def test_the_card_names_the_served_share_and_its_figures_beside_usem3_alone_and_the_blend(monkeypatch):
-    from training import model_card
+    from training.model_card import cascade
 
     # serve_config.yaml's TextModel serves ...-cl<hash>gb<hash>: shares per language
-    assert model_card.served_default_share() == model_card.PER_LANGUAGE
-    monkeypatch.setattr(model_card, "served_default_share", lambda: 0.7)
+    assert cascade.served_default_share() == cascade.PER_LANGUAGE
+    monkeypatch.setattr(cascade, "served_default_share", lambda: 0.7)
     loso = {"shares": {"0.0": {"macro_languages": 0.79, "sent_on": 0.0}, "0.7": {"macro_languages": 0.82, "sent_on": 0.75},
                        "1.0": {"macro_languages": 0.824, "sent_on": 1.0}}}
     served = {"shares": {"0.0": {"macro_languages": 0.81}, "0.7": {"macro_languages": 0.83}, "1.0": {"macro_languages": 0.835}}}
-    line = model_card.served_default_line(loso, served)
+    line = cascade.served_default_line(loso, served)
     assert "share 0.7" in line and "0.820" in line and "0.790" in line and "0.830 against 0.810 and 0.835" in line
-    monkeypatch.setattr(model_card, "served_default_share", lambda: None)
-    assert model_card.served_default_line(loso, served) is None
+    monkeypatch.setattr(cascade, "served_default_share", lambda: None)
+    assert cascade.served_default_line(loso, served) is None
 
 
 def test_the_card_gives_the_per_language_default_on_test_rows_beside_one_share_and_the_blend():
-    from training import model_card
+    from training.model_card import cascade
 
     figures = {"languages": {"en": 0.9, "pl": 0.78}, "macro_languages": 0.84, "sent_on": 0.4, "benign_mix_sent_on": 0.55,
                "worst_language": "pl", "worst_language_shortfall": 0.004}
@@ -191,23 +192,23 @@ def test_the_card_gives_the_per_language_default_on_test_rows_beside_one_share_a
     served = {"per_language": {"macro_languages": 0.827, "sent_on": 0.37},
               "shares": {"0.0": {"macro_languages": 0.812}, "0.7": {"macro_languages": 0.832, "sent_on": 0.7},
                          "1.0": {"macro_languages": 0.835}}}
-    line = model_card.served_default_line(loso, served)
+    line = cascade.served_default_line(loso, served)
     assert "share per language" in line and "0.840 with 40%" in line and "0.845 with 79%" in line
     assert "0.827 with 37%" in line and "0.846" in line
-    table = model_card.per_language_table(choice)
+    table = cascade.per_language_table(choice)
     assert "| share chosen | 0 | 0.6 |" in table and "| shares per language | 0.900 | 0.780 |" in table
 
 
 def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is_spliced(monkeypatch):
-    from training import model_card
+    from training.model_card import cascade
 
-    monkeypatch.setattr(model_card, "cascade_section", lambda: model_card.CASCADE_HEADING + "\n\nfigures\n\n")
-    monkeypatch.setattr(model_card, "served_default_line", lambda loso, served: "the cascade at share 0.7: 0.822.")
+    monkeypatch.setattr(cascade, "cascade_section", lambda: cascade.CASCADE_HEADING + "\n\nfigures\n\n")
+    monkeypatch.setattr(cascade, "served_default_line", lambda loso, served: "the cascade at share 0.7: 0.822.")
     card = "# Card\n\n- **model_version:** `v`\n- **Toxic macro ROC AUC:** 0.79\n\n## Thresholds\n"
-    once = model_card.splice_cascade(card)
-    twice = model_card.splice_cascade(once)
-    assert once == twice and once.count(model_card.SERVED_DEFAULT_BULLET) == 1
+    once = cascade.splice_cascade(card)
+    twice = cascade.splice_cascade(once)
+    assert once == twice and once.count(cascade.SERVED_DEFAULT_BULLET) == 1
     bullets = [line for line in once.split("\n") if line.startswith("- ")]
-    assert bullets[0].startswith(model_card.SERVED_DEFAULT_BULLET + "the cascade at share 0.7")
-    monkeypatch.setattr(model_card, "served_default_line", lambda loso, served: None)
-    assert model_card.SERVED_DEFAULT_BULLET not in model_card.splice_cascade(once)
+    assert bullets[0].startswith(cascade.SERVED_DEFAULT_BULLET + "the cascade at share 0.7")
+    monkeypatch.setattr(cascade, "served_default_line", lambda loso, served: None)
+    assert cascade.SERVED_DEFAULT_BULLET not in cascade.splice_cascade(once)

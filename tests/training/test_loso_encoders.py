@@ -9,6 +9,7 @@ import numpy as np
 
 from training import loso, loso_encoders
 from training.metrics import roc_auc
+from training.reports import MODEL_CARD
 from training.text_data import Comment
 
 
@@ -56,7 +57,7 @@ def test_share_one_is_the_served_encoders_loso_and_share_zero_the_candidates():
 def test_the_committed_candidate_figures_are_in_the_model_card():
     stored = json.loads(loso.REPORT.read_text(encoding="utf-8"))
     candidates = stored.get("candidate_encoders")
-    card = (loso.REPORT.parent / "model-card.md").read_text(encoding="utf-8")
+    card = MODEL_CARD.read_text(encoding="utf-8")
     if candidates is None:
         assert "python -m training.loso_encoders" in card
         return
@@ -64,17 +65,3 @@ def test_the_committed_candidate_figures_are_in_the_model_card():
     best = str(float(candidates["best_share"]))
     assert f"**{candidates['blend_best']['macro_languages']:.3f}**" in card
     assert candidates["macro_languages"][best] == max(candidates["macro_languages"].values())
-
-
-def test_the_depth_figures_quoted_in_the_docs_are_the_committed_reports():
-    from training.gemma_depth import REPORT
-
-    report = json.loads(REPORT.read_text(encoding="utf-8"))
-    doc = (loso.REPORT.parents[3] / "docs" / "text-model.md").read_text(encoding="utf-8")
-    doc = " ".join(doc.split())
-    candidates = report["candidates"]
-    assert f"served encoder scores {report['served_encoder']['macro_languages']:.3f}" in doc
-    assert f"full blend {candidates['full int8 (24 layers)']['blend']:.3f}" in doc
-    for depth in (2, 4, 6, 8, 12):
-        assert f"{candidates[f'first {depth} layers']['blend']:.3f} ({depth}" in doc or \
-            f"{candidates[f'first {depth} layers']['blend']:.3f} (k = {depth})" in doc
