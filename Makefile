@@ -45,7 +45,7 @@ browser:
 # Two pytest processes at once: the end-to-end tests (tests/e2e/: Ray clusters and the session's graph, whose time
 # goes mostly to waiting on Ray, starts and load) and, beside them, every other test; each with its own temporary
 # folder. The other half's output is printed after the e2e half's; both must pass. One process alone took 13 minutes
-# of this 2-core machine, both at once 8 (docs/architecture.md, "Tests").
+# of this 2-core machine, both at once 9 (docs/architecture.md, "Tests").
 test: install browser $(CASCADE_SETUP)
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(BIN)/python -m pytest -m "not e2e" -p no:cacheprovider --basetemp="$$tmp/unit" >"$$tmp/unit.log" 2>&1 & unit=$$!; \
