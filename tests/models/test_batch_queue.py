@@ -53,7 +53,7 @@ async def test_a_lone_request_on_an_idle_model_runs_without_waiting():
     await queue.submit(1)  # the worker is started
     started = time.perf_counter()
     assert await queue.submit(2) == 20
-    assert time.perf_counter() - started < 0.02
+    assert time.perf_counter() - started < 0.1  # a polling worker would take its poll interval; a busy machine, a few ms
 
 
 async def test_with_a_wait_an_idle_model_waits_for_company_but_never_past_a_full_batch():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from datetime import datetime, timezone
@@ -73,6 +74,16 @@ def test_a_plan_the_store_reads_but_the_service_cannot_gives_back_what_admission
         assert store.zcard(redis_keys.work_in_progress("garbled-co")) == 0
 
 
+# Commands that run beside a request on the same event loop, so that on a busy machine one may fall inside it: the
+# health loop's probe and memory reading, the slot releaser's give-back of an earlier request's slot, and the
+# handshake of a connection the pool opens for either of them.
+BACKGROUND_COMMANDS = (b"\r\nMEMORY\r\n", b"\r\nZREM\r\n", b"\r\nSETINFO\r\n", b"\r\nHELLO\r\n")
+
+
+def sent_in_the_background(packed: bytes) -> bool:
+    return any(marker in packed for marker in BACKGROUND_COMMANDS) or redis_keys.health_probe("").encode() in packed
+
+
 def test_authenticating_a_request_is_one_store_round_trip(api, monkeypatch):
     """Key, plan, profile and rate token: one command. A plan without text stops the request right after."""
     api.put_plan("images-only", scope="images", monthly_quota=100, rate_per_second=100, burst=100)
@@ -81,7 +92,9 @@ def test_authenticating_a_request_is_one_store_round_trip(api, monkeypatch):
     sent, send = [], AbstractConnection.send_packed_command
 
     async def recording_send(self, command, check_health=True):
-        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        packed = command if isinstance(command, bytes) else b"".join(command)
+        if not sent_in_the_background(packed):
+            sent.append(packed)
         await send(self, command, check_health)
 
     monkeypatch.setattr(AbstractConnection, "send_packed_command", recording_send)
@@ -97,7 +110,9 @@ def test_a_moderation_request_is_admitted_in_one_store_round_trip_before_its_mod
     sent_before_the_model: list[int] = []
 
     async def recording_send(self, command, check_health=True):
-        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        packed = command if isinstance(command, bytes) else b"".join(command)
+        if not sent_in_the_background(packed):
+            sent.append(packed)
         await send(self, command, check_health)
 
     scored = backends.score_text
