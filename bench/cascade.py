@@ -86,7 +86,7 @@ def serves_cascade(config: dict) -> bool:
 
 def texts_per_request(workload: Workload) -> int:
     """Texts one request of `workload` sends (0: not a text workload)."""
-    if workload.path != TEXT_PATH or not workload.bodies:
+    if workload.path not in (TEXT_PATH, service.PERSPECTIVE_PATH) or not workload.bodies:
         return 0
     body = workload.bodies[0].get("json", {})
     return len(body["texts"]) if "texts" in body else 1

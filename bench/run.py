@@ -51,12 +51,14 @@ LEVER_CPU = (cascade.LEVER,)  # levers whose graph also gets a short-text CPU re
 DEFAULT_LEVERS = {"full": f"without_haproxy,{cascade.LEVER}", "quick": cascade.LEVER}
 # Workloads measured at some client counts only: a text far from the cascade's band is there for its 1-client p50.
 ONLY_AT = {"text_sure": (1,)}
+# Workloads measured at their own client counts whatever the plan's: Perspective's p99 is judged at 4 and 16 clients.
+OWN_CLIENTS = {"text_perspective": (4, 16)}
 
 
 @dataclass(frozen=True)
 class Plan:
     workloads: tuple[str, ...] = ("image_default", "image_strict", "image_phone", "text", "text_benign_mix",
-                                  "text_sure", "batch_text")
+                                  "text_sure", "text_perspective", "batch_text")
     concurrency: tuple[int, ...] = (1, 8, 16, 32, 64)
     lever_concurrency: tuple[int, ...] = (1, 16)
     min_requests: int = 100  # per point; at least 4 per client
@@ -76,7 +78,7 @@ class Plan:
     flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
 
 
-QUICK = Plan(workloads=("text", "text_benign_mix", "text_sure"), concurrency=(1, 16), lever_concurrency=(1, 16),
+QUICK = Plan(workloads=("text", "text_benign_mix", "text_sure", "text_perspective"), concurrency=(1, 16), lever_concurrency=(1, 16),
              min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
              overload_rounds=0, pair_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0)
@@ -137,6 +139,7 @@ def workloads_of(plan: Plan, skipped: list[str] | None = None) -> dict[str, Work
         "text": lambda: service.text_workload("text", list(TEXTS)),
         "text_benign_mix": lambda: _benign_mix(skipped),
         "text_sure": lambda: service.text_workload("text_sure", list(SURE_TEXTS)),
+        "text_perspective": lambda: service.perspective_workload("text_perspective", benign_mix_texts() or list(TEXTS)),
         "batch_text": lambda: service.batch_text_workload("batch_text", list(TEXTS)),
     }
     built = {name: every[name]() for name in plan.workloads}
@@ -154,7 +157,9 @@ def _benign_mix(skipped: list[str] | None) -> Workload | None:
 
 
 def clients_of(name: str, concurrency: tuple[int, ...]) -> tuple[int, ...]:
-    """The client counts of `concurrency` that workload `name` is measured at (ONLY_AT)."""
+    """The client counts of `concurrency` that workload `name` is measured at (ONLY_AT), or its own (OWN_CLIENTS)."""
+    if name in OWN_CLIENTS:
+        return OWN_CLIENTS[name]
     return tuple(clients for clients in concurrency if clients in ONLY_AT.get(name, concurrency))
 
 

@@ -32,6 +32,17 @@ def text_workload(name: str, texts: list[str]) -> Workload:
     return Workload(name, "/v1/moderate-text", "default", [{"json": {"text": t}} for t in texts])
 
 
+PERSPECTIVE_PATH = "/v1alpha1/comments:analyze"
+# What Coral Talk asks for each comment (its model setting, its site's locale, doNotStore), with the key as a Bearer.
+PERSPECTIVE_ATTRIBUTES = {"TOXICITY": {}, "SEVERE_TOXICITY": {}}
+
+
+def perspective_workload(name: str, texts: list[str]) -> Workload:
+    bodies = [{"json": {"comment": {"text": t}, "requestedAttributes": PERSPECTIVE_ATTRIBUTES, "languages": ["en"],
+                        "doNotStore": True}} for t in texts]  # fmt: skip
+    return Workload(name, PERSPECTIVE_PATH, "default", bodies)
+
+
 def batch_text_workload(name: str, texts: list[str]) -> Workload:
     return Workload(name, "/v1/moderate-text", "default", [{"json": {"texts": list(texts)}}])
 

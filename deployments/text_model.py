@@ -61,7 +61,8 @@ class TextModel(ModelShell):
     async def score(self, request: TextRequest) -> TextScores:
         """One short text, batched with other callers' short texts; a failure of its own is raised for it alone."""
         scores = await self._batched(request)
-        return (await self._completion.complete([scores], getattr(self._scorer, "second_stage_tag", None)))[0]
+        tag = getattr(self._scorer, "second_stage_tag", None)
+        return (await self._completion.complete([scores], tag, [request.answer_by]))[0]
 
     async def _score_batch(self, requests: list[TextRequest]) -> list[TextScores | Exception]:
         return await self._scored_on(self._short_lane, requests, isolated=True)
@@ -70,7 +71,8 @@ class TextModel(ModelShell):
         """The texts of one request together, outside the shared batch: they are a batch already."""
         short = is_short_text_work([request.text for request in requests])
         scores = await self._scored_on(self._short_lane if short else self._long_lane, requests)
-        return await self._completion.complete(scores, getattr(self._scorer, "second_stage_tag", None))
+        tag = getattr(self._scorer, "second_stage_tag", None)
+        return await self._completion.complete(scores, tag, [request.answer_by for request in requests])
 
     async def _ask_second_stage(self, item: SecondStageItem) -> SecondStageAnswer:
         response = self._second_stage.score.remote(item)

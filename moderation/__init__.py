@@ -17,6 +17,8 @@
   background) and a profile's threshold backtest, with their store reads and writes.
 - `label_evidence.py`: what a queued or reported text keeps to become a label of its account (never the text).
 - `compat_mapping.py`: how this service's categories answer the OpenAI moderation and Perspective APIs.
+- `perspective_scale.py`: the text scores mapped onto Perspective's scale (the share of raters its clients cut at),
+  per attribute, SEVERE_TOXICITY's composition included (docs/perspective-scale.md).
 - `model_messages.py`: how large one request's message to the text model can grow, so its transport can be checked.
 - `errors.py`: why the flow refuses or fails a request, as plain exceptions (serve_app/errors.py makes the answers).
 - `backends.py`: what the flow needs from the models and the policy, whoever runs them (the protocol);

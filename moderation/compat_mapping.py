@@ -6,8 +6,9 @@ category without a source scores 0: no model here backs it (self-harm/instructio
 the key's profile enables is scored (so a beta category left off scores 0), and a category is `true`
 only when the request is flagged and one of its sources reached its review threshold in the profile.
 
-Perspective: six attributes have a model behind them; each is served in the languages the text
-model was evaluated in for that category (models/weights/text/reports/model-card.md, "AUC per labelled language").
+Perspective: the six production attributes and SEXUALLY_EXPLICIT have a model behind them and are served in every
+language (the text model is multilingual, and the text's language is detected anyway); an experimental attribute
+has none and is refused.
 """
 
 from __future__ import annotations
@@ -73,34 +74,38 @@ def openai_result(parts: Iterable[Part], profile: Profile) -> dict:
             "category_applied_input_types": applied}  # fmt: skip
 
 
-# Perspective attribute -> our text category, and the languages it is served in.
+# Perspective attribute -> the text category it reads. SEVERE_TOXICITY reads several, and every attribute's score is
+# mapped onto Perspective's scale (moderation/perspective_scale.py).
 PERSPECTIVE_ATTRIBUTES = {
     "TOXICITY": "toxic", "INSULT": "insult", "IDENTITY_ATTACK": "identity_attack",
     "PROFANITY": "profanity", "THREAT": "threat", "SEXUALLY_EXPLICIT": "sexual",
 }  # fmt: skip
-PERSPECTIVE_LANGUAGES = {
-    "TOXICITY": ("ar", "da", "de", "en", "es", "ko", "pt", "tr", "zh"),
-    "INSULT": ("de", "en", "pt"),
-    "IDENTITY_ATTACK": ("de", "en", "ko", "pt"),
-    "PROFANITY": ("de", "en", "ko", "pt"),
-    "THREAT": ("en",),
-    "SEXUALLY_EXPLICIT": ("en",),
-}
+# The languages Perspective served its production attributes in. Every served attribute is scored here in any
+# language, whatever a request's `languages` say: a client that gets an error publishes the comment unmoderated.
+# What was measured per attribute and language is in docs/compat-clients.md, "Languages".
+PERSPECTIVE_LANGUAGES = (
+    "ar", "zh", "cs", "nl", "en", "fr", "de", "hi", "hi-Latn", "id", "it", "ja", "ko", "pl", "pt", "ru", "es", "sv",
+)  # fmt: skip
+# Perspective's experimental attributes, which no model here backs (OSMod asks for them): refused as Perspective
+# refused an attribute in a language it did not serve, so that clients that drop such an attribute and ask again do.
+EXPERIMENTAL_ATTRIBUTES = (
+    "ATTACK_ON_AUTHOR", "ATTACK_ON_COMMENTER", "INCOHERENT", "INFLAMMATORY", "LIKELY_TO_REJECT", "OBSCENE", "SPAM",
+    "UNSUBSTANTIAL", "FLIRTATION", "AFFINITY", "COMPASSION", "CURIOSITY", "NUANCE", "PERSONAL_STORY", "REASONING",
+    "RESPECT", "TOXICITY_FAST",
+)  # fmt: skip
+_VERSIONED = re.compile(r"^([A-Za-z_]+?)(?:_EXPERIMENTAL)?(?:@[\w.-]+)?$")
+
+
+def base_attribute(name: str) -> str:
+    """`TOXICITY`, `TOXICITY@v6`, `SEVERE_TOXICITY_EXPERIMENTAL`, `toxicity` -> `TOXICITY`, ..., `SEVERE_TOXICITY`:
+    the attribute a client's name means (Perspective's versioned and experimental spellings; n8n's lower case)."""
+    match = _VERSIONED.match(name.strip())
+    return (match.group(1) if match else name).upper()
 
 
 def language_code(tag: str) -> str:
     """`en-US`, `EN`, `pt_BR` -> `en`, `en`, `pt` (the primary subtag of an ISO or BCP-47 code)."""
     return re.split(r"[-_]", tag.strip(), maxsplit=1)[0].lower()
-
-
-def unsupported_attribute(attribute: str, languages: list[str]) -> str | None:
-    """Why `attribute` cannot be scored for `languages` (none given: any language), or None when it can."""
-    if attribute not in PERSPECTIVE_ATTRIBUTES:
-        return f"Attribute {attribute} is not served: no model here backs it."
-    served = PERSPECTIVE_LANGUAGES[attribute]
-    if languages and not any(language_code(tag) in served for tag in languages):
-        return f"Attribute {attribute} does not support request languages: {', '.join(languages)}."
-    return None
 
 
 _SENTENCE = re.compile(r"[^.!?…。！？\n]*(?:[.!?…。！？]+|\n|$)")

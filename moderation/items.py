@@ -31,7 +31,8 @@ class Item:
 
     def span_requests(self) -> list[TextRequest]:
         whole = self.content
-        return [TextRequest(text=whole.text[begin:end], categories=whole.categories) for begin, end in self.spans]
+        return [TextRequest(text=whole.text[begin:end], categories=whole.categories, answer_by=whole.answer_by)
+                for begin, end in self.spans]  # fmt: skip
 
 
 def scored_categories(profile: Profile, kind: ContentKind, requested: Iterable[str] = ()) -> tuple[str, ...]:
@@ -47,9 +48,11 @@ def text_item(
     spans: Iterable[tuple[int, int]] = (),
     reference: str | None = None,
     image_url: str | None = None,
+    answer_by: float | None = None,
 ) -> Item:
-    """A text, scored for the profile's categories and the `requested` ones (Perspective's attributes)."""
-    request = TextRequest(text=text, categories=scored_categories(profile, "text", requested))
+    """A text, scored for the profile's categories and the `requested` ones (Perspective's attributes); `answer_by`:
+    when its caller gives up (TextRequest.answer_by)."""
+    request = TextRequest(text=text, categories=scored_categories(profile, "text", requested), answer_by=answer_by)
     return Item(kind="text", content=request, reference=reference, image_url=image_url, spans=tuple(spans))
 
 

@@ -49,7 +49,7 @@ class LocalBackends:
 
     async def score_texts(self, requests: list[TextRequest]) -> list[TextScores]:
         scores = await asyncio.to_thread(self._text.score, requests)
-        return await self._completion.complete(scores, self._text.second_stage_tag)
+        return await self._completion.complete(scores, self._text.second_stage_tag, [r.answer_by for r in requests])
 
     async def _ask_second_stage(self, item: SecondStageItem) -> SecondStageAnswer:
         return raised_if_failed(await self._second_stage_batches.submit(item))

@@ -81,7 +81,7 @@ BEARER_KEY_PATTERN = "^[Bb][Ee][Aa][Rr][Ee][Rr][[:blank:]]+(mod|wt)_[A-Za-z0-9_-
 KEYED_ROUTES = {
     "POST": (
         "/v1/moderate", "/v1/moderate-text", "/v1/report", "/v1/feedback", "/v1/moderations",
-        "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore",
+        "/v1alpha1/comments:analyze", "/v1alpha1/comments:suggestscore", "/comments:analyze", "/comments:suggestscore",
         "/v1/widget/tokens", "/v1/widget/check-text", "/v1/widget/check-image", "/v1/widget/verdicts/redeem",
     ),
     "GET": ("/v1/review/{item_id}",),

@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     request_timeout_s: float = TimeLimits.request_timeout_s
     # Requests of one account that read a body, in progress at once per ingress replica; over it a 429.
     max_bodies_in_progress_per_account: int = TimeLimits.max_bodies_in_progress_per_account
+    # A Perspective request's text waits for the cascade's second stage at most until this long after it arrived.
+    perspective_answer_s: float = Field(default=TimeLimits.perspective_answer_s, gt=0, le=60)
     # The model gates (moderation/model_gates.py; docs/operating.md, Overload): calls each ingress replica lets go to
     # a model at once, by kind of work; the rest wait their turn, account by account, and a call whose expected wait
     # is over admit_max_wait_s is refused at once with 503 overloaded. (MODERATION_ADMIT_*: the variables' names are
@@ -157,12 +159,13 @@ class Settings(BaseSettings):
         return SourceLimits(unkeyed=self.unkeyed_requests_per_source, refused_keys=self.refused_keys_per_source)
 
     def time_limits(self) -> TimeLimits:
-        """The four time bounds above, as the ingress takes them."""
+        """The time bounds above, as the ingress takes them."""
         return TimeLimits(
             body_idle_timeout_s=self.body_idle_timeout_s,
             body_timeout_s=self.body_timeout_s,
             request_timeout_s=self.request_timeout_s,
             max_bodies_in_progress_per_account=self.max_bodies_in_progress_per_account,
+            perspective_answer_s=self.perspective_answer_s,
         )
 
     def gate_rules(self) -> dict[str, GateRules]:

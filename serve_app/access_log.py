@@ -15,6 +15,7 @@ from serve_app.response_start import NotingSend
 
 log = logging.getLogger("moderation.access")
 # A client-chosen id is kept only when it is short and plain: it goes into logs and headers.
+RECEIVED_AT = "received_at"  # request.state: when the request reached this app (time.time())
 VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
 # The status logged for a request whose client went away before the answer (nginx's convention).
 CLIENT_CLOSED = 499
@@ -42,6 +43,7 @@ class AccessLogMiddleware:
         fields: dict = {}
         state = scope.setdefault("state", {})
         state["log_fields"] = fields
+        state[RECEIVED_AT] = time.time()  # wall clock: what a model replica reads a caller's deadline on
         started = time.perf_counter()
         cancelled = False
 

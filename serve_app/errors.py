@@ -179,14 +179,15 @@ def _openai_envelope(error: ApiError) -> dict:
 
 
 def _google_envelope(error: ApiError) -> dict:
+    # Perspective's detail says more of some errors beside its type (an attribute's unserved language: which one).
     detail = {"@type": "type.googleapis.com/google.commentanalyzer.v1alpha1.Error",
-              "errorType": PERSPECTIVE_ERROR_TYPES.get(error.code, error.code.upper())}  # fmt: skip
+              "errorType": PERSPECTIVE_ERROR_TYPES.get(error.code, error.code.upper()), **error.extra}  # fmt: skip
     status = GOOGLE_STATUSES.get(error.status, "INTERNAL")
     return {"error": {"code": error.status, "message": error.message, "status": status, "details": [detail]}}
 
 
 # Path prefix -> the error body its clients parse; every other path answers the native body.
-ENVELOPES = {"/v1/moderations": _openai_envelope, "/v1alpha1/": _google_envelope}
+ENVELOPES = {"/v1/moderations": _openai_envelope, "/v1alpha1/": _google_envelope, "/comments:": _google_envelope}
 
 
 def error_response(error: ApiError, path: str = "") -> JSONResponse:

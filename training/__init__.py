@@ -17,6 +17,8 @@ Pipeline scripts, in the order the make targets run them:
 - `loso_cascade.py`: the cascade out of source, and its shares per language (`make cascade`).
 - `eval_cascade.py`: the cascade through its served path, and its cost (`make cascade`).
 - `eval_site.py`: each dataset replayed as a site learning its line (`make eval-site`).
+- `perspective_scale.py`: the served scores mapped onto Perspective's scale (the share of raters), fitted on real
+  rater fractions, and SEVERE_TOXICITY's composition (`make perspective-scale`).
 - `model_card/`: renders the card from the figures and the reports; `python -m training.model_card --cascade` /
   `--site` rewrites one section (`make cascade`, `make eval-site`).
 
@@ -36,6 +38,7 @@ Served files of `models/weights/text/`, each with the scripts that write it and 
 - `calibration-gemma-blend.json`: `fit_gemma_blend.py`, `make gemma-blend`
 - `cascade-band.json`: `cascade_band.py`, `make cascade`
 - `cascade-shares.json`: `loso_cascade.py`, `make cascade`
+- `perspective-scale.json`: `perspective_scale.py`, `make perspective-scale`
 
 The figures go to `models/weights/text/reports/` (`reports.py`: the model card and each script's report), never
 loaded by the service. `experiments/` keeps the experiments run once as records (no make target, no served file):

@@ -16,6 +16,8 @@ LABELS = {
                        f"{BENIGN_MIX_MAX_CHARS} chars, every language, {1 - BENIGN_MIX_TOXIC_SHARE:.0%} benign)",
     "text_sure": f"short text far from the cascade's band ({len(SURE_TEXTS)} clearly benign or toxic texts of "
                  f"{min(map(len, SURE_TEXTS))}-{max(map(len, SURE_TEXTS))} chars)",
+    "text_perspective": "Perspective's comments:analyze, TOXICITY and SEVERE_TOXICITY as Coral asks (the benign-heavy "
+                        "mix where the real comments are here, else the short texts)",
     "text_gemma_blend": "short text, opt-in EmbeddingGemma blend (raw limit only; after `make gemma`)",
     with_decoding("image_default"): "image, nsfw only, decoding included (each process decodes the bench JPEGs)",
     with_decoding("image_strict"): "image, nsfw + weapon + violence, decoding included (each process decodes the "

@@ -58,6 +58,9 @@ def test_texts_per_request_counts_a_batch_requests_texts_and_no_image():
     assert cascade.texts_per_request(Workload("b", "/v1/moderate-text", "default",
                                               [{"json": {"texts": ["a", "b", "c"]}}])) == 3
     assert cascade.texts_per_request(Workload("i", "/v1/moderate", "default", [{"files": {}}])) == 0
+    from bench.service import perspective_workload
+
+    assert cascade.texts_per_request(perspective_workload("p", ["a comment"])) == 1  # no spans asked: one text
 
 
 def test_a_graph_serves_the_cascade_when_a_deployment_has_the_second_stage_task():

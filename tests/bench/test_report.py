@@ -152,3 +152,16 @@ def test_a_run_saved_before_the_image_readings_and_the_decoding_rows_is_written_
     results.baseline = baseline
     page = document(results)
     assert "## CPU per request, by process (image" not in page and "with decoding" not in page
+
+
+def test_perspectives_p99_is_judged_at_4_and_16_clients_against_corals_timeout():
+    from bench.report.targets import perspective_lines
+
+    results = Results(plan=None, versions={}, cores=2, levers=[], load_before="")
+    points = [Point(4, 100, 0, 1.0, 0.1, 0.2, 0.5), Point(16, 100, 0, 1.0, 0.3, 0.7, 0.95)]
+    results.columns["graph"] = SimpleNamespace(points={"text_perspective": points})
+    at_4, at_16 = perspective_lines(results)
+    assert at_4.startswith("p99 at 4 clients") and "500.0 ms" in at_4 and "met" in at_4 and "missed" not in at_4
+    assert at_16.startswith("p99 at 16 clients") and "missed by 150.0 ms" in at_16
+    results.columns["graph"] = SimpleNamespace(points={})
+    assert perspective_lines(results) == []

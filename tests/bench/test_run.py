@@ -114,6 +114,7 @@ def test_a_sweep_tells_the_cascade_watch_around_each_point_and_a_workload_runs_o
     ]
     assert [p.concurrency for p in points["plain"]["text_sure"]] == [1]
     assert run.clients_of("text_sure", (1, 8, 16, 32, 64)) == (1,) and run.clients_of("text", (1, 16)) == (1, 16)
+    assert run.clients_of("text_perspective", (1, 8, 16, 32, 64)) == (4, 16)  # its own, whatever the plan's
 
 
 def test_a_sweep_that_never_reached_64_clients_gets_no_overload_pairs(monkeypatch):

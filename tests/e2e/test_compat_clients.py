@@ -80,8 +80,9 @@ def test_googleapiclient_analyze_and_suggestscore_through_the_discovery_document
     assert answer["detectedLanguages"][:1] == ["en"]
 
     with pytest.raises(errors.HttpError) as refused:
-        service.comments().analyze(body={"comment": {"text": "x"}, "requestedAttributes": {"SEVERE_TOXICITY": {}}}).execute()
+        service.comments().analyze(body={"comment": {"text": "x"}, "requestedAttributes": {"SPAM": {}}}).execute()
     assert refused.value.error_details[0]["errorType"] == "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE"
+    assert refused.value.error_details[0]["languageNotSupportedByAttributeError"]["attribute"] == "SPAM"
 
     suggestion = {"comment": {"text": ABUSE}, "clientToken": "coral-7",
                   "attributeScores": {"TOXICITY": {"summaryScore": {"value": 1.0}}}}  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from models import embeddinggemma
 from models.text_cascade_completion import (
     BUSY,
     COOLING,
+    DEADLINE,
+    DEADLINE_MARGIN_S,
     MISMATCH,
     OUT_OF_BAND,
     SECOND_STAGE,
@@ -205,6 +208,36 @@ def test_after_a_timeout_or_failure_the_second_stage_rests_then_is_asked_again()
     second.behaviour, now[0] = "answer", 106.0
     (done,) = complete(completion, scores())
     assert second.calls == 2 and done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+
+
+def test_a_callers_deadline_bounds_the_wait_for_the_second_stage_and_does_not_rest_it():
+    second, routes = SecondStageDouble("hang"), []
+    completion = CascadeCompletion(second, timeout_s=5, record=routes.append)
+
+    async def within_the_deadline():
+        loop, now = asyncio.get_running_loop(), time.time()
+        start = loop.time()
+        (done,) = await completion.complete([scores()], TAG, [now + DEADLINE_MARGIN_S + 0.2])
+        return done, loop.time() - start
+
+    done, seconds = asyncio.run(within_the_deadline())
+    assert done.model_version == VERSION + "/usem3-skipped" and done.categories["toxic"] == 0.55
+    assert seconds < 1.0 and routes == [DEADLINE]  # not the 5 s timeout
+    answering = CascadeCompletion(SecondStageDouble("answer"), record=routes.append)
+    (done,) = asyncio.run(answering.complete([scores()], TAG, [time.time() + 5]))
+    assert done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+    # A deadline is the caller's, not the second stage's fault: the next text without one is still asked.
+    second.behaviour = "answer"
+    (done,) = complete(completion, scores())
+    assert done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+
+
+def test_a_text_whose_deadline_has_passed_never_asks_the_second_stage():
+    second, routes = SecondStageDouble("answer"), []
+    completion = CascadeCompletion(second, record=routes.append)
+    done, kept = asyncio.run(completion.complete([scores(), scores()], TAG, [time.time() - 1, None]))
+    assert second.calls == 1 and routes == [DEADLINE, SECOND_STAGE]
+    assert done.model_version.endswith("/usem3-skipped") and kept.model_version.endswith("/gemma")
 
 
 def test_a_busy_second_stage_is_asked_again_at_once():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from moderation.compat_mapping import (
-    OPENAI_SOURCES, PERSPECTIVE_ATTRIBUTES, PERSPECTIVE_LANGUAGES, Part, language_code, openai_result, sentence_spans,
-    unsupported_attribute,
+    EXPERIMENTAL_ATTRIBUTES, OPENAI_SOURCES, PERSPECTIVE_ATTRIBUTES, PERSPECTIVE_LANGUAGES, Part, base_attribute,
+    language_code, openai_result, sentence_spans,
 )  # fmt: skip
 from policy.types import IMAGE_CATEGORIES, TEXT_CATEGORIES, Profile
 
@@ -60,13 +60,13 @@ def test_allow_never_sets_a_category_and_several_parts_take_the_highest_score():
     assert not result["flagged"] and result["category_scores"]["harassment"] == 0.4
 
 
-def test_perspective_attributes_map_to_text_categories_with_languages():
+def test_perspective_attributes_map_to_text_categories_and_their_names_to_the_attribute():
     # Perspective has no self-harm or violence attribute: those two reach its clients through none.
     assert set(TEXT_CATEGORIES) - set(PERSPECTIVE_ATTRIBUTES.values()) == {"self_harm", "violent_speech"}
-    assert set(PERSPECTIVE_ATTRIBUTES.values()) <= set(TEXT_CATEGORIES) and set(PERSPECTIVE_LANGUAGES) == set(PERSPECTIVE_ATTRIBUTES)
-    assert unsupported_attribute("TOXICITY", []) is None and unsupported_attribute("TOXICITY", ["ko", "xx"]) is None
-    assert "no model" in unsupported_attribute("SEVERE_TOXICITY", ["en"])
-    assert "languages" in unsupported_attribute("THREAT", ["de"])
+    assert set(PERSPECTIVE_ATTRIBUTES.values()) <= set(TEXT_CATEGORIES) and len(PERSPECTIVE_LANGUAGES) == 18
+    assert not set(EXPERIMENTAL_ATTRIBUTES) & (set(PERSPECTIVE_ATTRIBUTES) | {"SEVERE_TOXICITY"})
+    names = ["TOXICITY", "TOXICITY@v6", "SEVERE_TOXICITY_EXPERIMENTAL", "toxicity", "THREAT_EXPERIMENTAL@1.2", "SPAM"]
+    assert [base_attribute(n) for n in names] == ["TOXICITY", "TOXICITY", "SEVERE_TOXICITY", "TOXICITY", "THREAT", "SPAM"]
     assert [language_code(t) for t in ("en-US", "PT_br", " zh ")] == ["en", "pt", "zh"]
 
 

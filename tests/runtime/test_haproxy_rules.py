@@ -124,6 +124,9 @@ KEY_FREE_ROUTES = {
     ("GET", "/healthz"), ("GET", "/$discovery/rest"),  # health; Perspective's discovery document
     ("GET", "/docs"), ("GET", "/docs-assets"), ("GET", "/openapi.json"), ("HEAD", "/openapi.json"),  # the docs
     ("GET", "/v1/widget.js"), ("OPTIONS", "/v1/widget/check-text"), ("OPTIONS", "/v1/widget/check-image"),  # widget
+    # Perspective's browser clients' preflights
+    ("OPTIONS", "/v1alpha1/comments:analyze"), ("OPTIONS", "/v1alpha1/comments:suggestscore"),
+    ("OPTIONS", "/comments:analyze"), ("OPTIONS", "/comments:suggestscore"),
 }
 
 

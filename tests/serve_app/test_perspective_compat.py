@@ -1,14 +1,19 @@
-"""The Perspective-compatible API through the app: analyze (shape, attributes, languages, spans, thresholds,
-errors in Google's envelope), suggestscore (recorded per account, never the text), the discovery document, and
-googleapiclient built from it against the in-process app (tests/e2e/test_compat_clients.py: through Ray)."""
+"""The Perspective-compatible API through the app: analyze (shape, attributes on Perspective's scale, languages,
+spans, thresholds, the caller's deadline, errors in Google's envelope), suggestscore (recorded per account, never the
+text), the discovery document, and googleapiclient built from it against the in-process app
+(tests/e2e/test_compat_clients.py: through Ray). The clients' own request shapes: test_perspective_clients.py."""
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 
 import pytest
 from support.api import TEST_THRESHOLDS
+
+from moderation.perspective_scale import PerspectiveScale
+from serve_app.deadlines import TimeLimits
 
 ANALYZE = "/v1alpha1/comments:analyze"
 SUGGEST = "/v1alpha1/comments:suggestscore"
@@ -23,6 +28,11 @@ def analyze(api, key, text="you are lovely", attributes=None, **fields):
     return api.client.post(ANALYZE, params={"key": secret(key)}, json=body)
 
 
+def on_scale(attribute: str, **categories: float) -> float:
+    """What the answer should say for these served category scores: the shipped map onto Perspective's scale."""
+    return PerspectiveScale.shipped().score(attribute, categories)
+
+
 def usage(api, account="acme") -> int:
     return api.client.get(f"/admin/v1/accounts/{account}/usage", headers=api.admin).json()["used"]
 
@@ -35,12 +45,48 @@ def assert_google_error(response, status: int, error_type: str, google_status: s
     return error["message"]
 
 
-def test_analyze_answers_perspectives_shape(api, key, backends):
+def test_analyze_answers_perspectives_shape_on_its_scale(api, key, backends):
     backends.toxic = 0.7
     body = analyze(api, key, clientToken="t-1", languages=["en-US"], doNotStore=True).json()
-    assert body == {"attributeScores": {"TOXICITY": {"summaryScore": {"value": pytest.approx(0.7), "type": "PROBABILITY"}}},
+    expected = {"value": pytest.approx(on_scale("TOXICITY", toxic=0.7)), "type": "PROBABILITY"}
+    whole = [{"begin": 0, "end": len("you are lovely"), "score": expected}]  # as Perspective: the comment, one span
+    assert body == {"attributeScores": {"TOXICITY": {"summaryScore": expected, "spanScores": whole}},
                     "languages": ["en"], "detectedLanguages": ["en"], "clientToken": "t-1"}  # fmt: skip
+    assert on_scale("TOXICITY", toxic=0.7) != pytest.approx(0.7, abs=1e-3)  # the native score is not Perspective's
     assert usage(api) == 1
+
+
+def test_the_comment_is_put_on_the_scale_with_its_evidence_embedding_and_its_sentences_without(api, key, backends,
+                                                                                               monkeypatch):
+    import numpy as np
+
+    from models.text_scoring import TextEvidence, TextScores
+
+    scale = PerspectiveScale.shipped()
+    assert scale.uses_embedding("TOXICITY")  # the shipped map reads the text's embedding, not toxic alone
+    embedding = np.random.default_rng(3).normal(size=512).astype(np.float16)
+    scored = backends.score_texts
+
+    async def with_evidence(requests):
+        answers = await scored(requests)
+        return [TextScores(a.categories, a.model_version, evidence=TextEvidence(embedding, "en", scale.encoder))
+                if index == 0 else a for index, a in enumerate(answers)]  # fmt: skip
+
+    monkeypatch.setattr(backends, "score_texts", with_evidence)
+    backends.toxic = 0.7
+    body = analyze(api, key, "Hello there. You are awful!", spanAnnotations=True).json()["attributeScores"]["TOXICITY"]
+    expected = scale.score("TOXICITY", {"toxic": 0.7}, embedding, scale.encoder)
+    assert body["summaryScore"]["value"] == pytest.approx(expected) != pytest.approx(on_scale("TOXICITY", toxic=0.7))
+    assert [span["score"]["value"] for span in body["spanScores"]] == pytest.approx([on_scale("TOXICITY", toxic=0.7)] * 2)
+
+
+def test_a_perspective_text_carries_its_deadline_to_the_cascade(api, key, backends):
+    before = time.time()
+    analyze(api, key)
+    answer_by = backends.text_requests[-1].answer_by
+    assert before < answer_by <= time.time() + TimeLimits().perspective_answer_s
+    api.moderate_text(key)  # the native API has no deadline of its own
+    assert backends.text_requests[-1].answer_by is None
 
 
 def test_the_bearer_header_works_too_and_no_key_is_401_in_googles_envelope(api, key):
@@ -49,33 +95,76 @@ def test_the_bearer_header_works_too_and_no_key_is_401_in_googles_envelope(api, 
     assert_google_error(api.client.post(ANALYZE, json={}), 401, "UNAUTHORIZED", "UNAUTHENTICATED")
 
 
-def test_each_attribute_maps_to_its_category_whatever_the_profile(api, key, backends):
-    backends.text_scores.update(insult=0.1, identity_attack=0.2, profanity=0.3, threat=0.4, sexual=0.5)
-    names = ["INSULT", "IDENTITY_ATTACK", "PROFANITY", "THREAT", "SEXUALLY_EXPLICIT"]
+def test_each_attribute_maps_its_categories_whatever_the_profile(api, key, backends):
+    served = dict(toxic=0.05, insult=0.1, identity_attack=0.2, profanity=0.3, threat=0.4, sexual=0.5)
+    backends.toxic = served["toxic"]
+    backends.text_scores.update({name: value for name, value in served.items() if name != "toxic"})
+    names = ["TOXICITY", "SEVERE_TOXICITY", "INSULT", "IDENTITY_ATTACK", "PROFANITY", "THREAT", "SEXUALLY_EXPLICIT"]
     scores = analyze(api, key, attributes={n: {} for n in names}).json()["attributeScores"]
-    assert {n: scores[n]["summaryScore"]["value"] for n in names} == pytest.approx(dict(zip(names, [0.1, 0.2, 0.3, 0.4, 0.5])))
+    assert {n: scores[n]["summaryScore"]["value"] for n in names} == pytest.approx({n: on_scale(n, **served) for n in names})
     # requested categories are scored even when the profile leaves them off; the decision still follows the profile
-    assert set(backends.text_requests[-1].categories) >= {"toxic", "threat", "sexual"}
+    scale = PerspectiveScale.shipped()
+    assert set(backends.text_requests[-1].categories) >= {c for n in names for c in scale.inputs(n)}
 
 
-def test_severe_toxicity_has_no_model_and_is_refused_unless_dropped(api, key, backends):
-    message = assert_google_error(analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}), 400,
-                                  "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")  # fmt: skip
-    assert "SEVERE_TOXICITY" in message and usage(api) == 0
-    body = analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}, dropUnsupportedAttributes=True).json()
+def test_severe_toxicity_is_its_own_score_not_a_copy_of_toxicity(api, key, backends):
+    backends.toxic, backends.text_scores["insult"] = 0.9, 0.9
+    mild = analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}).json()["attributeScores"]
+    backends.text_scores.update(identity_attack=0.95, threat=0.95)
+    severe = analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}).json()["attributeScores"]
+    value = lambda body, name: body[name]["summaryScore"]["value"]  # noqa: E731
+    assert value(mild, "TOXICITY") == pytest.approx(value(severe, "TOXICITY"))
+    assert value(severe, "SEVERE_TOXICITY") > value(mild, "SEVERE_TOXICITY")
+    assert value(mild, "SEVERE_TOXICITY") != pytest.approx(value(mild, "TOXICITY"))
+
+
+@pytest.mark.parametrize("languages", [["de"], ["fr"], ["it"], ["hi-Latn"], ["sv"], ["xx"], "ja"])
+def test_no_attribute_is_refused_for_the_requests_languages(api, key, languages):
+    names = ["TOXICITY", "SEVERE_TOXICITY", "INSULT", "IDENTITY_ATTACK", "PROFANITY", "THREAT"]
+    response = analyze(api, key, attributes={n: {} for n in names}, languages=languages)
+    assert response.status_code == 200, response.text
+    assert set(response.json()["attributeScores"]) == set(names)
+
+
+def test_an_attribute_without_a_model_is_refused_in_perspectives_own_body_unless_dropped(api, key):
+    response = analyze(api, key, attributes={"ATTACK_ON_AUTHOR": {}, "TOXICITY": {}}, languages=["fr"])
+    message = assert_google_error(response, 400, "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")
+    assert message == "Attribute ATTACK_ON_AUTHOR does not support request languages: fr" and usage(api) == 0
+    detail = response.json()["error"]["details"][0]
+    assert detail["languageNotSupportedByAttributeError"] == {
+        "detectedLanguages": ["en"], "attribute": "ATTACK_ON_AUTHOR", "requestedLanguages": ["fr"]}
+    body = analyze(api, key, attributes={"ATTACK_ON_AUTHOR": {}, "TOXICITY": {}}, dropUnsupportedAttributes=True).json()
     assert set(body["attributeScores"]) == {"TOXICITY"}
 
 
-def test_a_language_the_attribute_was_not_evaluated_in_is_refused(api, key):
-    assert_google_error(analyze(api, key, attributes={"THREAT": {}}, languages=["de"]), 400,
-                        "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")  # fmt: skip
-    assert analyze(api, key, attributes={"TOXICITY": {}}, languages=["ko"]).status_code == 200
+def test_versioned_and_experimental_names_are_answered_under_the_name_sent(api, key, backends):
+    backends.toxic = 0.7
+    names = ["TOXICITY@v6", "SEVERE_TOXICITY_EXPERIMENTAL", "insult"]
+    scores = analyze(api, key, attributes={n: {} for n in names}).json()["attributeScores"]
+    assert set(scores) == set(names)
+    assert scores["TOXICITY@v6"]["summaryScore"]["value"] == pytest.approx(on_scale("TOXICITY", toxic=0.7))
 
 
-def test_score_threshold_leaves_out_lower_scores(api, key, backends):
+@pytest.mark.parametrize("path", [ANALYZE, "/comments:analyze"])
+@pytest.mark.parametrize("alt", [None, "json"])
+def test_both_path_forms_and_alt_json_are_served(api, key, path, alt):
+    params = {"key": secret(key), **({"alt": alt} if alt else {})}
+    response = api.client.post(path, params=params, json={"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}})
+    assert response.status_code == 200 and "TOXICITY" in response.json()["attributeScores"]
+
+
+def test_another_alt_is_refused_and_the_short_path_errors_in_googles_envelope(api, key):
+    body = {"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}}
+    response = api.client.post(ANALYZE, params={"key": secret(key), "alt": "proto"}, json=body)
+    assert_google_error(response, 400, "INVALID_REQUEST")
+    assert_google_error(api.client.post("/comments:analyze", json=body), 401, "UNAUTHORIZED", "UNAUTHENTICATED")
+
+
+def test_score_threshold_leaves_out_lower_scores_on_perspectives_scale(api, key, backends):
     backends.toxic = 0.3
-    body = analyze(api, key, attributes={"TOXICITY": {"scoreThreshold": 0.5}}).json()
-    assert body["attributeScores"] == {}
+    cut = on_scale("TOXICITY", toxic=0.3)
+    assert analyze(api, key, attributes={"TOXICITY": {"scoreThreshold": cut + 0.01}}).json()["attributeScores"] == {}
+    assert set(analyze(api, key, attributes={"TOXICITY": {"scoreThreshold": cut}}).json()["attributeScores"]) == {"TOXICITY"}
 
 
 def test_span_annotations_score_each_sentence(api, key, backends):
@@ -103,7 +192,8 @@ def test_analyze_decides_and_queues_by_the_profile(api, key, backends):
      ({"comment": {"text": "x"}}, "INVALID_REQUEST"), ({"comment": {"text": "x"}, "requestedAttributes": {}}, "INVALID_REQUEST"),
      ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {"scoreThreshold": 2}}}, "INVALID_REQUEST"),
      ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {"scoreType": "RAW"}}}, "INVALID_REQUEST"),
-     ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}, "languages": "en"}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}, "languages": ["en", 3]}, "INVALID_REQUEST"),
+     ({"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}, "languages": {"en": 1}}, "INVALID_REQUEST"),
      ({"comment": {"text": "x"}, "requestedAttributes": {"FLIRTATION": {}}}, "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")],
 )  # fmt: skip
 def test_bad_requests_answer_perspectives_error_types(api, key, body, error_type):
@@ -160,13 +250,13 @@ def test_googleapiclient_builds_from_the_discovery_document_and_calls_both_metho
             response = api.client.request(method, uri, content=body, headers=headers)
             return httplib2.Response({"status": response.status_code, **response.headers}), response.content
 
-    backends.toxic = 0.8
+    backends.toxic = 0.95
     service = discovery.build("commentanalyzer", "v1alpha1", http=Through(), developerKey=secret(key),
                               discoveryServiceUrl="http://testserver/$discovery/rest?version=v1alpha1",
                               static_discovery=False)  # fmt: skip
     body = {"comment": {"text": "you idiot"}, "requestedAttributes": {"TOXICITY": {}}}
     assert service.comments().analyze(body=body).execute()["attributeScores"]["TOXICITY"]["summaryScore"]["value"] == \
-        pytest.approx(0.8)
+        pytest.approx(on_scale("TOXICITY", toxic=0.95))
     suggestion = {"comment": {"text": "x"}, "attributeScores": {"TOXICITY": {"summaryScore": {"value": 0.0}}}}
     assert service.comments().suggestscore(body=suggestion).execute() == {"requestedLanguages": []}
     with pytest.raises(errors.HttpError) as refused:
