@@ -92,7 +92,7 @@ cascade: gemma
 # Perspective's clients cut at, fitted on the rater fractions of MODERATION_TEXT_DATA_DIR
 # (fractions/civil-comments.jsonl) and measured on held-out rows: perspective-scale.json beside the weights and
 # reports/perspective-scale-report.json. It scores through the default cascade, so it needs `gemma`; the scores are
-# kept in .data/perspective-scale/ (`python -m training.perspective_scale --refit` refits from them in seconds).
+# kept in .data/perspective-scale/ (`python -m training.perspective_scale --refit` refits from them in minutes).
 perspective-scale: gemma
 	$(BIN)/python -m training.perspective_scale
 

@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 
 from models.image_decoding import ImageRefused
 from adaptation.labels import label_from_document
-from models.text_scoring import TextRequest, TextScores
+from models.text_scoring import TextEvidence, TextRequest, TextScores
 from moderation.model_gates import ModelGates
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
@@ -83,6 +83,7 @@ class Moderated:
     decision: Decision
     review_id: int | None = None
     span_scores: tuple[dict[str, float], ...] = ()
+    span_evidence: tuple[TextEvidence | None, ...] = ()  # each span's embedding (Perspective's scale reads it)
     hash_match: BankMatch | None = None  # the banked hash of a rejected image this one matched (then a block)
 
 
@@ -120,15 +121,16 @@ class ModerationFlow:
             scored = [answer for answer, _ in answers]
             decisions, matches = await hash_checked(self.hash_matcher, caller.account, items, scored, decisions)
             return [
-                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision), span_scores,
-                          match)  # fmt: skip
-                for item, (scored, span_scores), decision, match in zip(items, answers, decisions, matches)
+                Moderated(scored, decision, await self._queued_review(caller, item, scored, decision),
+                          span_scores=tuple(span.categories for span in spans), hash_match=match,
+                          span_evidence=tuple(span.evidence for span in spans))  # fmt: skip
+                for item, (scored, spans), decision, match in zip(items, answers, decisions, matches)
             ]
 
     async def _scored(
         self, caller: Caller, items: Sequence[Item]
-    ) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
-        """Each item's model answer and its spans' scores: every text of the request (spans included) in one model
+    ) -> list[tuple[Scored, tuple[TextScores, ...]]]:
+        """Each item's model answer and its spans' answers: every text of the request (spans included) in one model
         call, which costs the model one place in its queue however many texts; each image in a call of its own.
         Each call waits at its model's gate first, within the call's time limit."""
         texts = [request for item in items if item.kind == "text" for request in (item.content, *item.span_requests())]
@@ -148,7 +150,7 @@ class ModerationFlow:
                 answers.append((next(image_answers), ()))
             else:
                 whole = next(text_answers)
-                answers.append((whole, tuple(next(text_answers).categories for _ in item.spans)))
+                answers.append((whole, tuple(next(text_answers) for _ in item.spans)))
         return answers
 
     async def _gated(self, kind: str, caller: Caller, call: Callable[[], Awaitable[T]]) -> T:
@@ -165,8 +167,8 @@ class ModerationFlow:
         return await self.backends.score_texts(requests)
 
     async def _corrected(
-        self, caller: Caller, answers: list[tuple[Scored, tuple[dict[str, float], ...]]]
-    ) -> list[tuple[Scored, tuple[dict[str, float], ...]]]:
+        self, caller: Caller, answers: list[tuple[Scored, tuple[TextScores, ...]]]
+    ) -> list[tuple[Scored, tuple[TextScores, ...]]]:
         """Each text's answer through the account's live correction (its spans' scores stay the served ones; every
         part of the correction, its fit included: adaptation/correction.py)."""
         if self.corrections is None or not any(isinstance(scored, TextScores) for scored, _ in answers):

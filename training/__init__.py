@@ -17,8 +17,8 @@ Pipeline scripts, in the order the make targets run them:
 - `loso_cascade.py`: the cascade out of source, and its shares per language (`make cascade`).
 - `eval_cascade.py`: the cascade through its served path, and its cost (`make cascade`).
 - `eval_site.py`: each dataset replayed as a site learning its line (`make eval-site`).
-- `perspective_scale.py`: the served scores mapped onto Perspective's scale (the share of raters), fitted on real
-  rater fractions, and SEVERE_TOXICITY's composition (`make perspective-scale`).
+- `perspective_scale.py`: the served scores and their evidence embedding mapped onto Perspective's scale (the share
+  of raters), fitted on real rater fractions, and SEVERE_TOXICITY's composition (`make perspective-scale`).
 - `model_card/`: renders the card from the figures and the reports; `python -m training.model_card --cascade` /
   `--site` rewrites one section (`make cascade`, `make eval-site`).
 

