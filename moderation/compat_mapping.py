@@ -80,19 +80,9 @@ PERSPECTIVE_ATTRIBUTES = {
     "TOXICITY": "toxic", "INSULT": "insult", "IDENTITY_ATTACK": "identity_attack",
     "PROFANITY": "profanity", "THREAT": "threat", "SEXUALLY_EXPLICIT": "sexual",
 }  # fmt: skip
-# The languages Perspective served its production attributes in. Every served attribute is scored here in any
-# language, whatever a request's `languages` say: a client that gets an error publishes the comment unmoderated.
-# What was measured per attribute and language is in docs/compat-clients.md, "Languages".
-PERSPECTIVE_LANGUAGES = (
-    "ar", "zh", "cs", "nl", "en", "fr", "de", "hi", "hi-Latn", "id", "it", "ja", "ko", "pl", "pt", "ru", "es", "sv",
-)  # fmt: skip
-# Perspective's experimental attributes, which no model here backs (OSMod asks for them): refused as Perspective
-# refused an attribute in a language it did not serve, so that clients that drop such an attribute and ask again do.
-EXPERIMENTAL_ATTRIBUTES = (
-    "ATTACK_ON_AUTHOR", "ATTACK_ON_COMMENTER", "INCOHERENT", "INFLAMMATORY", "LIKELY_TO_REJECT", "OBSCENE", "SPAM",
-    "UNSUBSTANTIAL", "FLIRTATION", "AFFINITY", "COMPASSION", "CURIOSITY", "NUANCE", "PERSONAL_STORY", "REASONING",
-    "RESPECT", "TOXICITY_FAST",
-)  # fmt: skip
+# Every served attribute is scored in any language, whatever a request's `languages` say: a client that gets an
+# error publishes the comment unmoderated. Any other name is refused (serve_app/routes_perspective.py). What was
+# measured per attribute and language is in docs/compat-clients.md, "Languages: what was measured".
 _VERSIONED = re.compile(r"^([A-Za-z_]+?)(?:_EXPERIMENTAL)?(?:@[\w.-]+)?$")
 
 

@@ -245,25 +245,23 @@ EMBEDDING_BROKEN = {
 }
 
 
-@pytest.mark.parametrize("broken", sorted(BROKEN))
-def test_a_malformed_file_is_refused_at_load(tmp_path, broken):
-    document = valid_document()
-    BROKEN[broken](document)
+def assert_refused_at_load(tmp_path, document: dict, breaks) -> None:
+    breaks(document)
     path = tmp_path / "scale.json"
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError):
         PerspectiveScale.read(path)
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_a_malformed_file_is_refused_at_load(tmp_path, broken):
+    assert_refused_at_load(tmp_path, valid_document(), BROKEN[broken])
 
 
 @pytest.mark.parametrize("broken", sorted(EMBEDDING_BROKEN))
 def test_a_malformed_embedding_map_is_refused_at_load(tmp_path, broken):
     PerspectiveScale(embedding_document())  # valid as it is
-    document = embedding_document()
-    EMBEDDING_BROKEN[broken](document)
-    path = tmp_path / "scale.json"
-    path.write_text(json.dumps(document))
-    with pytest.raises(ValueError):
-        PerspectiveScale.read(path)
+    assert_refused_at_load(tmp_path, embedding_document(), EMBEDDING_BROKEN[broken])
 
 
 def test_a_fallback_may_read_a_part_of_its_maps_inputs():
