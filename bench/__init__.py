@@ -13,6 +13,7 @@ docs/benchmarks.md and docs/benchmarks.png; a few also run alone, as their openi
 - `image_time.py`: CPU per request by process for images, and an image's wall time by stage.
 - `memory.py`: RSS and PSS of processes, from /proc.
 - `cascade.py`: what the text cascade costs: each text's route, the second stage's batches, its section of the page.
+- `served_quality.py`: what the text cascade's answers are worth under load: real labelled comments through the graph.
 - `tenant_flood.py`: one tenant floods what the store keeps while another is served.
 - `hash_bank.py`: the hash bank's match as banks grow, its memory, PDQ's robustness.
 - `adaptation.py`: what a site's own line costs: applying a correction, refitting it.

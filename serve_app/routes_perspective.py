@@ -112,7 +112,8 @@ async def analyze(
     scale = PerspectiveScale.shipped()
     spans = sentence_spans(text, SPAN_CHARS, MAX_SPANS_PER_COMMENT) if raw.get("spanAnnotations") is True else []
     categories = [category for attribute, _ in wanted.values() for category in scale.inputs(attribute)]
-    item = text_item(caller.profile, text, requested=categories, spans=spans, answer_by=_answer_by(request))
+    item = text_item(caller.profile, text, requested=categories, spans=spans, answer_by=_answer_by(request),
+                     decided=False)
     [outcome] = await services(request).flow.moderate_many(caller, [item])
     request.state.log_fields.update(scores=outcome.scored.categories, decision=outcome.decision.decision)
     token = raw.get("clientToken") if isinstance(raw.get("clientToken"), str) else None

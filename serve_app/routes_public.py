@@ -102,7 +102,8 @@ async def moderate_text(
 
     items = [text_item(caller.profile, p.text, reference=p.reference, image_url=p.image_url) for p in payloads]
     outcomes = await services(request).flow.moderate_many(caller, items, threshold=override)
-    results = [TextResult(scores=_text_raw_scores(o), **_result_fields(o)) for o in outcomes]
+    results = [TextResult(scores=_text_raw_scores(o), cascade_route=getattr(o.scored, "cascade_route", None),
+                          **_result_fields(o)) for o in outcomes]  # fmt: skip
     if batch:
         request.state.log_fields.update(items=len(outcomes), decisions=[o.decision.decision for o in outcomes])
         return _unless_unqueued(TextBatchResult(results=results), outcomes)

