@@ -4,9 +4,7 @@ the caller's profile enables (its kind's primary category always among them)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from models.decision_route import CategoryLimits, DecidingLimits
 from models.image_upload import ImageUpload

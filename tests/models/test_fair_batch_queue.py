@@ -54,6 +54,17 @@ async def held(queue: FairBatchQueue, model: HeldModel, first: Text) -> asyncio.
     return running
 
 
+async def refused(task: asyncio.Future) -> None:
+    """`task`'s caller was told its item has no place (refused, or evicted) without waiting for the model."""
+    with pytest.raises(QueueFull):
+        await asyncio.wait_for(task, 0.1)
+
+
+async def answered_once_released(model: HeldModel, *tasks: asyncio.Task) -> list[str]:
+    model.release()
+    return list(await asyncio.gather(*tasks))
+
+
 async def submitted(queue: FairBatchQueue, *texts: Text) -> list[asyncio.Task]:
     """Each text submitted in this order, and admitted (or refused) before this returns."""
     tasks = [asyncio.ensure_future(queue.submit(text)) for text in texts]
@@ -113,15 +124,12 @@ async def test_when_full_the_flooding_accounts_least_deserving_item_gives_its_pl
         Text("low_newest", "A", change_chance=0.1), Text("sure", "A", change_chance=0.9),
     )  # fmt: skip
     (b1,) = await submitted(queue, Text("b1", "B"))
-    with pytest.raises(QueueFull):
-        await asyncio.wait_for(batch, 0.1)  # a many-text request's first, though not the newest
+    await refused(batch)  # a many-text request's first, though not the newest
     assert not low_newest.done()
     (c1,) = await submitted(queue, Text("c1", "C"))
-    with pytest.raises(QueueFull):
-        await asyncio.wait_for(low_newest, 0.1)  # then the lowest change_chance, the newest of those
+    await refused(low_newest)  # then the lowest change_chance, the newest of those
     assert queue.waiting == 4 and queue.waiting_by_account() == {"A": 2, "B": 1, "C": 1}
-    model.release()
-    assert await asyncio.gather(low, sure, b1, c1) == ["low", "sure", "b1", "c1"]
+    assert await answered_once_released(model, low, sure, b1, c1) == ["low", "sure", "b1", "c1"]
 
 
 async def test_when_full_the_evicted_item_is_the_largest_accounts_even_if_another_holds_a_less_deserving_one():
@@ -131,11 +139,9 @@ async def test_when_full_the_evicted_item_is_the_largest_accounts_even_if_anothe
     a1, a2, a3, b_batch = await submitted(queue, Text("a1", "A"), Text("a2", "A"), Text("a3", "A"),
                                           Text("b_batch", "B", from_batch=True, change_chance=0.0))  # fmt: skip
     (c1,) = await submitted(queue, Text("c1", "C"))
-    with pytest.raises(QueueFull):
-        await asyncio.wait_for(a3, 0.1)
+    await refused(a3)
     assert queue.waiting_by_account() == {"A": 2, "B": 1, "C": 1}
-    model.release()
-    assert await asyncio.gather(a1, a2, b_batch, c1) == ["a1", "a2", "b_batch", "c1"]
+    assert await answered_once_released(model, a1, a2, b_batch, c1) == ["a1", "a2", "b_batch", "c1"]
 
 
 async def test_when_full_a_newcomer_of_the_largest_account_is_refused_at_once():

@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 
+from models.decision_route import CategoryLimits
 from models.image_decoding import InvalidImage
 from models.image_scoring import ImageScores
 from models.image_upload import ScoredImage
@@ -57,6 +58,7 @@ class Backends:
         self.policy_fails = False
         self.on_answer = lambda: None
         self.calls: list[tuple[str, list[str]]] = []
+        self.requests: list = []  # every TextRequest the model was asked, in order
         self.decide_calls = self.cancelled = 0
 
     async def _answer(self, texts: list[str]) -> list[TextScores]:
@@ -72,10 +74,12 @@ class Backends:
 
     async def score_text(self, request) -> TextScores:
         self.calls.append(("score_text", [request.text]))
+        self.requests.append(request)
         return (await self._answer([request.text]))[0]
 
     async def score_texts(self, requests) -> list[TextScores]:
         self.calls.append(("score_texts", [r.text for r in requests]))
+        self.requests.extend(requests)
         return await self._answer([r.text for r in requests])
 
     async def score_upload(self, upload) -> ScoredImage:
@@ -190,6 +194,28 @@ async def test_a_threshold_override_makes_the_decision_binary(flow, backends):
     backends.toxic["hmm"] = 0.6
     [outcome] = await flow.moderate_many(caller(), [text("hmm")], threshold=0.7)
     assert (outcome.decision.decision, outcome.decision.threshold, outcome.review_id) == ("allow", 0.7, None)
+
+
+async def test_the_model_is_asked_with_the_callers_account_and_the_thresholds_that_decide_the_text(flow, backends):
+    """The cascade routes a text by the action it can change (models/decision_route.py): its request carries each
+    enabled text category's review and block, or the request's ?threshold as both, and whose it is."""
+    await flow.moderate_many(caller(), [text("a")])
+    await flow.moderate_many(caller(), [text("b")], threshold=0.7)
+    first, second = backends.requests
+    assert first.account == second.account == "acme"
+    assert first.limits == (CategoryLimits("toxic", 0.5, 0.8),)  # nsfw decides images, not texts
+    assert second.limits == (CategoryLimits("toxic", 0.7, 0.7),)
+
+
+async def test_a_text_told_no_decision_and_its_spans_carry_no_thresholds(flow, backends):
+    """Perspective's texts (scores only, its clients cut them) and every span route by the cascade's band."""
+    scores_only = text_item(PROFILE, "Fine. Awful!", spans=[(0, 5)], decided=False)
+    decided = text_item(PROFILE, "Fine. Awful!", spans=[(6, 12)])
+    await flow.moderate_many(caller(), [scores_only, decided])
+    whole, span_of_scores_only, told, span_of_decided = backends.requests  # each text, then its spans
+    assert whole.limits is None and told.limits == (CategoryLimits("toxic", 0.5, 0.8),)
+    assert span_of_scores_only.limits is None and span_of_decided.limits is None
+    assert {r.account for r in backends.requests} == {"acme"}
 
 
 async def test_a_batch_takes_one_unit_per_item_and_queues_each_review_on_its_own(flow, backends):

@@ -88,6 +88,16 @@ def test_a_perspective_text_carries_its_deadline_to_the_cascade(api, key, backen
     assert backends.text_requests[-1].answer_by is None
 
 
+def test_a_perspective_text_is_routed_by_the_cascades_band_not_by_thresholds_its_client_never_sees(api, key, backends):
+    """Perspective's clients cut its scores themselves: no profile threshold decides them (models/decision_route.py);
+    a native text carries its profile's."""
+    analyze(api, key)
+    assert backends.text_requests[-1].limits is None
+    api.moderate_text(key)
+    assert backends.text_requests[-1].limits and all(limit.review <= limit.block
+                                                     for limit in backends.text_requests[-1].limits)
+
+
 def test_the_bearer_header_works_too_and_no_key_is_401_in_googles_envelope(api, key):
     ok = api.client.post(ANALYZE, headers=key, json={"comment": {"text": "x"}, "requestedAttributes": {"TOXICITY": {}}})
     assert ok.status_code == 200
