@@ -261,8 +261,9 @@ def served_under_load_line(report: dict | None, clients: int = 4) -> str:
                 f"flagged {percent(p['benign_flagged'])}, precision at block {percent(p['precision_at_block'])}")
 
     texts, toxic, languages = report["mixes"]["multilingual"]
-    return (f"**As served under load** (`make served-quality`, run of {report['started']} UTC: {texts} real test "
-            f"comments, {toxic} toxic, {languages} languages, through the running graph at {clients} clients, one "
+    return (f"**As served under load** (`make served-quality`, run of {report['started']} UTC: {texts} real "
+            f"comments of the test split, from the sources it trained on: not out of source, {toxic} toxic, "
+            f"{languages} languages, through the running graph at {clients} clients, one "
             f"comment a request): {figures(served)}; the second stage answered "
             f"{percent(served['answered_share'] or 0.0)} of the {percent(served['sent_on'])} of texts sent on; p99 "
             f"{served['p99_s'] * 1000:.0f} ms."
