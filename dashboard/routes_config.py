@@ -121,6 +121,7 @@ def profile_of(name: str, form: Form, current: Profile) -> Profile:
         return Profile(name=name, mode=form.text("mode"), report_threshold=_number(form, "report_threshold", int),
                        keep_review_text=form.get("keep_review_text") == "on", categories=categories,
                        widget_post_anyway=_widget_post_anyway(form, current),
+                       answer_image_text=_answer_image_text(form, current),
                        **_adaptation_fields(form, current))  # fmt: skip
     except ValidationError as error:
         raise _invalid(error) from None
@@ -131,6 +132,13 @@ def _adaptation_fields(form: Form, current: Profile) -> dict[str, float]:
     the current ones, so that a form of before these fields never resets them."""
     return {field: _number(form, field, float) if field in form else getattr(current, field)
             for field in ("audit_rate", "target_benign_flagged")}  # fmt: skip
+
+
+def _answer_image_text(form: Form, current: Profile) -> bool:
+    """Whether an image's answer says the text read on it; a form without the checkbox's marker keeps it."""
+    if "answer_image_text.shown" not in form:
+        return current.answer_image_text
+    return form.get("answer_image_text") == "on"
 
 
 def _widget_post_anyway(form: Form, current: Profile) -> list[str]:

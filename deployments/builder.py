@@ -1,8 +1,8 @@
 """The Ray Serve application builder named by serve_config.yaml's `import_path`.
 
 Composition happens here and only here: the ingress gets handles to the two model
-deployments and the policy; the TextModel gets one to the text cascade's second stage (GemmaModel), unless
-MODERATION_TEXT_CASCADE is off. The settings are read once, here, and handed to the
+deployments and the policy; the ImageModel gets one to the image text reader (ImageTextModel); the TextModel gets
+one to the text cascade's second stage (GemmaModel), unless MODERATION_TEXT_CASCADE is off. The settings are read once, here, and handed to the
 deployments as plain constructor arguments (Ray's app-builder pattern), so no
 deployment reads the environment itself. Replicas, batching, autoscaling and model
 versions come from serve_config.yaml.
@@ -16,6 +16,7 @@ from ray.serve import Application
 
 from deployments.gemma_model import GemmaModel
 from deployments.image_model import ImageModel
+from deployments.image_text_model import ImageTextModel
 from deployments.ingress import ModerationIngress
 from deployments.policy import Policy
 from deployments.text_model import TextModel
@@ -36,7 +37,7 @@ def build_app(args: BuildArgs) -> Application:
     registry = str(settings.model_registry)
     second_stage = GemmaModel.bind(model_registry=registry) if settings.text_cascade else None
     return ModerationIngress.bind(
-        ImageModel.bind(model_registry=registry),
+        ImageModel.bind(model_registry=registry, text_reader=ImageTextModel.bind(model_registry=registry)),
         TextModel.bind(model_registry=registry, second_stage=second_stage,
                        second_stage_timeout_s=settings.text_second_stage_timeout_s),
         Policy.bind(),

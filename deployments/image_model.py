@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 
+from PIL import Image
 from ray import serve
+from ray.serve.handle import DeploymentHandle
 
 from deployments.batching import BatchSettings
 from deployments.metrics import record_batch, record_image_prepared
@@ -20,6 +22,7 @@ from deployments.model_shell import ModelShell
 from models.image_decoding import ImageRefused
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScorer, ImageScores, PreparedImage
+from models.image_text import ReadText
 from models.image_upload import ImageUpload, RefusedImage, ScoredImage, decode_and_score
 from models.batch_isolation import scored_apart
 from models.model_set import ModelSet
@@ -35,10 +38,14 @@ class ImageModel(ModelShell):
     tasks = IMAGE_TASKS
     default_batching = DEFAULT_BATCHING
 
-    def __init__(self, model_registry: str):
+    def __init__(self, model_registry: str, text_reader: DeploymentHandle | None = None):
+        """`text_reader`: the ImageTextModel, which reads the words on the images whose profile enables
+        `text_toxic` (None: such an image fails as a 503, models/image_upload.py NoTextReader)."""
         super().__init__(model_registry)
         self._scorer: ImageScorer | None = None
         self._decoder = ImageDecoder()
+        # By reference: a 960 px frame and two more are 2-4 MB, near the 4 MiB cap of a message between replicas.
+        self._text_reader = text_reader.options(_by_reference=True) if text_reader is not None else None
 
     def scorer_of(self, models: ModelSet) -> ImageScorer:
         return models.image_scorer()
@@ -51,10 +58,14 @@ class ImageModel(ModelShell):
             record_image_prepared(time.perf_counter() - started)
             return await self._batched(image)
 
+        read = self._read if self._text_reader is not None else None
         try:
-            return await decode_and_score(upload, self._decoder, self._prepare, scored)
+            return await decode_and_score(upload, self._decoder, self._prepare, scored, read)
         except ImageRefused as refusal:
             return RefusedImage(refusal)
+
+    async def _read(self, frames: list[Image.Image]) -> ReadText:
+        return await self._text_reader.read.remote(frames)
 
     def _prepare(self, request: ImageRequest) -> PreparedImage:
         # A category the profile enables but this deployment does not serve fails that request here (a 503 to its

@@ -80,17 +80,18 @@ class ImageDecoder:
         return image
 
     async def decode_then(
-        self, data: bytes, max_pixels: int, then: Callable[[DecodedImage], Prepared]
+        self, data: bytes, max_pixels: int, then: Callable[[DecodedImage], Prepared], text_side: int | None = None
     ) -> tuple[DecodedImage, Prepared]:
         """`decode`, then `then(image)` in the same worker, under the same deadline: the image work that follows
-        decoding (the models' resizing and normalising) runs in parallel across requests, not in their batch."""
+        decoding (the models' resizing and normalising) runs in parallel across requests, not in their batch.
+        `text_side`: keep the first frame that large as well, for the text reader (decode_image)."""
         with self._lock:
             if self._in_flight >= self.workers + self.max_waiting:
                 raise DecodeBusy(f"{self._in_flight} image decodes in flight; the limit is reached")
             self._in_flight += 1
         deadline = time.monotonic() + self.deadline_s
         try:
-            future = self._pool.submit(_decoded_then, data, max_pixels, deadline, then)
+            future = self._pool.submit(_decoded_then, data, max_pixels, deadline, then, text_side)
         except BaseException:
             self._release(None)
             raise
@@ -111,9 +112,9 @@ class ImageDecoder:
 
 
 def _decoded_then(
-    data: bytes, max_pixels: int, deadline: float, then: Callable[[DecodedImage], Prepared]
+    data: bytes, max_pixels: int, deadline: float, then: Callable[[DecodedImage], Prepared], text_side: int | None
 ) -> tuple[DecodedImage, Prepared]:
-    image = decode_image(data, max_pixels, deadline=deadline)
+    image = decode_image(data, max_pixels, deadline=deadline, text_side=text_side)
     return image, then(image)
 
 

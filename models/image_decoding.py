@@ -128,6 +128,9 @@ class DecodedImage:
     # within MAX_GIF_SUB_BLOCKS / MAX_TIFF_ENTRIES
     frame_count: int
     frames: list[Image.Image]
+    # The first frame at up to ``text_side`` px a side, when the caller asked for one (models/image_text.py reads the
+    # words on it: at 512 px a screenshot's text is a few pixels high). None otherwise.
+    text_frame: Image.Image | None = None
 
 
 def sniff_format(data: bytes) -> str | None:
@@ -140,8 +143,13 @@ def sniff_format(data: bytes) -> str | None:
     return None
 
 
-def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None) -> DecodedImage:
+def decode_image(
+    data: bytes, max_pixels: int, *, deadline: float | None = None, text_side: int | None = None
+) -> DecodedImage:
     """Decode up to ``MAX_FRAMES`` small RGB frames, or raise InvalidImage / ImageTooLarge / DecodeTimeout.
+
+    ``text_side``: also keep the first frame at up to that many pixels a side (``DecodedImage.text_frame``), from the
+    same decode.
 
     ``deadline`` is a ``time.monotonic()`` instant checked before each frame (DecodeTimeout). Pillow's own bomb
     guard (``PIL.Image.MAX_IMAGE_PIXELS``, about 89 M pixels) stays on as a backstop behind the checks here; it is
@@ -155,7 +163,7 @@ def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None)
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[image_format]) as image:
-                return _decode_opened(image, image_format, frame_count, max_pixels, deadline)
+                return _decode_opened(image, image_format, frame_count, max_pixels, deadline, text_side)
     except (ImageTooLarge, InvalidImage, DecodeTimeout):
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as bomb:
@@ -165,7 +173,8 @@ def decode_image(data: bytes, max_pixels: int, *, deadline: float | None = None)
 
 
 def _decode_opened(
-    image: Image.Image, image_format: str, walked_frames: int | None, max_pixels: int, deadline: float | None
+    image: Image.Image, image_format: str, walked_frames: int | None, max_pixels: int, deadline: float | None,
+    text_side: int | None,
 ) -> DecodedImage:
     width, height = image.size
     if width * height > max_pixels:
@@ -176,7 +185,8 @@ def _decode_opened(
     # frames whose screens fit the budget, and the picks are spread over it.
     window = max(1, min(frame_count, MAX_SCAN_FRAMES, budget // (width * height)))
     picks = pick_frame_indices(window)
-    spent, frames, orientation = 0, [], 1
+    spent, frames, orientation, text_frame = 0, [], 1, None
+    draft_side = max(MAX_FRAME_SIDE_PX, text_side or 0)
     for index in range(picks[-1] + 1):
         if index:
             image.seek(index)  # the next frame only: reads its header; the pixels decode in load()
@@ -191,15 +201,17 @@ def _decode_opened(
         if deadline is not None and time.monotonic() > deadline:
             raise DecodeTimeout(f"decoding stopped before frame {index}: deadline passed")
         if image_format == "JPEG":
-            image.draft("RGB", (MAX_FRAME_SIDE_PX, MAX_FRAME_SIDE_PX))
+            image.draft("RGB", (draft_side, draft_side))
         image.load()
         if index == 0:
             orientation = image.getexif().get(_EXIF_ORIENTATION_TAG, 1)
         if index in picks:
             frames.append(_small_rgb(image, orientation))
+        if index == 0 and text_side is not None:
+            text_frame = _small_rgb(image, orientation, text_side)
     if orientation in (5, 6, 7, 8):
         width, height = height, width
-    return DecodedImage(image_format, width, height, frame_count, frames)
+    return DecodedImage(image_format, width, height, frame_count, frames, text_frame)
 
 
 def _walk_structure(data: bytes, image_format: str, max_pixels: int) -> int | None:
@@ -346,7 +358,7 @@ def pick_frame_indices(frame_count: int) -> list[int]:
     return [int(i) for i in np.linspace(0, frame_count - 1, MAX_FRAMES).round()]
 
 
-def _small_rgb(frame: Image.Image, orientation: int) -> Image.Image:
+def _small_rgb(frame: Image.Image, orientation: int, side: int = MAX_FRAME_SIDE_PX) -> Image.Image:
     """The frame shrunk first, in its own mode, then converted: every conversion runs on at most 512x512 pixels.
 
     Converting first cost a 40 MP RGBA frame 610 MB over the decoded frame (an RGBA copy, a white one, their
@@ -357,19 +369,19 @@ def _small_rgb(frame: Image.Image, orientation: int) -> Image.Image:
     if frame.mode in ("P", "PA", "1"):
         frame = frame.convert("RGBA" if frame.mode == "PA" or "transparency" in frame.info else "RGB" if
                               frame.mode == "P" else "L")  # fmt: skip
-    rgb = _to_rgb(_shrunk(frame))
+    rgb = _to_rgb(_shrunk(frame, side))
     if orientation in _ORIENTATION_TRANSPOSE:
         rgb = rgb.transpose(_ORIENTATION_TRANSPOSE[orientation])
     return rgb
 
 
-def _shrunk(frame: Image.Image) -> Image.Image:
-    """A new image with neither side over MAX_FRAME_SIDE_PX (aspect kept), or the frame itself when it fits; never
-    the frame changed in place (``thumbnail`` would: the next GIF frame is drawn on this one)."""
+def _shrunk(frame: Image.Image, side: int = MAX_FRAME_SIDE_PX) -> Image.Image:
+    """A new image with neither side over ``side`` (aspect kept), or the frame itself when it fits; never the frame
+    changed in place (``thumbnail`` would: the next GIF frame is drawn on this one)."""
     width, height = frame.size
-    if max(width, height) <= MAX_FRAME_SIDE_PX:
+    if max(width, height) <= side:
         return frame
-    ratio = MAX_FRAME_SIDE_PX / max(width, height)
+    ratio = side / max(width, height)
     size = (max(1, round(width * ratio)), max(1, round(height * ratio)))
     gap = None if frame.mode.startswith("I;16") else 2.0  # as thumbnail(): reduce() first, which lacks I;16 modes
     return frame.resize(size, Image.Resampling.BILINEAR, reducing_gap=gap)

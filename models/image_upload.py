@@ -31,9 +31,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from models.image_decoding import ImageRefused
+from PIL import Image
+
+from models.image_decoding import DecodedImage, ImageRefused
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageRequest, ImageScores
+from models.image_text import MAX_TEXT_FRAMES, TEXT_FRAME_SIDE_PX, TEXT_TOXIC, ReadText
 from models.pdq import PdqHash, pdq_of_image
 
 Prepared = TypeVar("Prepared")  # what the model side makes of a request's frames (ImageScorer.prepare)
@@ -43,22 +46,37 @@ Prepared = TypeVar("Prepared")  # what the model side makes of a request's frame
 class ImageUpload:
     data: bytes  # the upload as received, never decoded before the quota unit is taken
     max_pixels: int  # the caller's plan's limit per frame
-    categories: tuple[str, ...]  # enabled categories; always includes "nsfw"
+    categories: tuple[str, ...]  # enabled categories of the image models; always includes "nsfw"
+    # Whether the words written on it are read (the profile enables `text_toxic`): then its first frame is also
+    # decoded at TEXT_FRAME_SIDE_PX, and the text reader reads it.
+    read_text: bool = False
+
+
+class NoTextReader(RuntimeError):
+    """The upload asks for its text read and this deployment has no text reader: its request fails (a 503), never
+    an answer that skips the category."""
 
 
 @dataclass(frozen=True)
 class ScoredImage:
-    """The models' scores, with what the access log notes of the decoded image."""
+    """The models' scores, with what the access log notes of the decoded image, and what was read on it."""
 
     scores: ImageScores
     format: str
     width: int
     height: int
     pdq: PdqHash | None = None  # of the first decoded frame: what the hash bank matches (store/hash_bank/bank.py)
+    read: ReadText | None = None  # when the upload asked for its text read
+    # The text model's scores of what was read (moderation/flow.py adds them; None until then, or nothing was read:
+    # then `text_toxic` is 0), and that model's version.
+    read_scores: dict[str, float] | None = None
+    read_scored_by: str | None = None
 
     @property
     def categories(self) -> dict[str, float]:
-        return self.scores.categories
+        if self.read is None:
+            return self.scores.categories
+        return {**self.scores.categories, TEXT_TOXIC: (self.read_scores or {}).get("toxic", 0.0)}
 
     @property
     def safe(self) -> float:
@@ -66,7 +84,10 @@ class ScoredImage:
 
     @property
     def model_version(self) -> str:
-        return self.scores.model_version
+        if self.read is None:
+            return self.scores.model_version
+        scored_by = f"+{self.read_scored_by}" if self.read_scored_by else ""
+        return f"{self.scores.model_version};{TEXT_TOXIC}={self.read.version}{scored_by}"
 
 
 @dataclass(frozen=True)
@@ -82,15 +103,35 @@ async def decode_and_score(
     decoder: ImageDecoder,
     prepare: Callable[[ImageRequest], Prepared],
     score: Callable[[Prepared], Awaitable[ImageScores]],
+    read: Callable[[list[Image.Image]], Awaitable[ReadText]] | None = None,
 ) -> ScoredImage:
     """Decode and `prepare` the frames as the models' inputs, in one of the decoder's workers (bounded: raises the
     decoder's ImageRefused errors), then `score` them (in a batch with other requests) and, meanwhile in a thread,
-    hash the first frame (PDQ, a few ms on a 512 px frame)."""
+    hash the first frame (PDQ, a few ms on a 512 px frame); and `read` the words on it when the upload asks, at the
+    same time (raises NoTextReader when it asks and there is no `read`)."""
+    if upload.read_text and read is None:
+        raise NoTextReader("this image deployment has no text reader (ImageTextModel)")
     image, prepared = await decoder.decode_then(
-        upload.data, upload.max_pixels, lambda image: prepare(ImageRequest(image.frames, upload.categories))
+        upload.data, upload.max_pixels, lambda image: prepare(ImageRequest(image.frames, upload.categories)),
+        TEXT_FRAME_SIDE_PX if upload.read_text else None,
     )
-    scores, pdq = await asyncio.gather(score(prepared), asyncio.to_thread(pdq_of_image, image.frames[0]))
-    return ScoredImage(scores=scores, format=image.format, width=image.width, height=image.height, pdq=pdq)
+    calls = [score(prepared), asyncio.to_thread(pdq_of_image, image.frames[0])]
+    if upload.read_text:
+        calls.append(read(text_frames(image)))
+    scores, pdq, *was_read = await asyncio.gather(*calls)
+    return ScoredImage(scores=scores, format=image.format, width=image.width, height=image.height, pdq=pdq,
+                       read=was_read[0] if was_read else None)  # fmt: skip
+
+
+def text_frames(image: DecodedImage) -> list[Image.Image]:
+    """The frames the text reader reads: the first at its own size, then of an animation's other frames (already
+    decoded, 512 px) the last and those evenly between, MAX_TEXT_FRAMES in all."""
+    later = image.frames[1:]
+    if len(later) >= MAX_TEXT_FRAMES:
+        step = len(later) / (MAX_TEXT_FRAMES - 1)
+        later = [later[min(len(later) - 1, round((index + 1) * step) - 1)] for index in range(MAX_TEXT_FRAMES - 1)]
+    first = image.text_frame if image.text_frame is not None else image.frames[0]
+    return [first, *later]
 
 
 def unwrapped(outcome: ScoredImage | RefusedImage) -> ScoredImage:

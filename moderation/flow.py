@@ -17,16 +17,17 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from models.image_decoding import ImageRefused
+from models.image_upload import ImageUpload, ScoredImage
 from adaptation.labels import label_from_document
 from models.text_scoring import TextEvidence, TextRequest, TextScores
 from moderation.model_gates import ModelGates
 from moderation.backends import ModelBackends
 from moderation.errors import ModelUnavailable, ModerationError, QuotaExceeded, TooManyInFlight
-from moderation.items import Item, deciding_limits
+from moderation.items import Item, deciding_limits, read_text_request
 from moderation.label_evidence import evidence_fields, label_evidence
 from moderation.limits import is_short_text_work
 from moderation.text_correction import AccountCorrections, corrected
@@ -111,7 +112,7 @@ class ModerationFlow:
         async with _Charged(self.quota, caller, sum(item.units for item in items)):
             limits = deciding_limits(caller.profile, threshold)
             routed = [item.routed_for(caller.account, limits) for item in items]
-            answers = await self._corrected(caller, await self._scored(caller, routed))
+            answers = await self._corrected(caller, await self._scored(caller, routed, threshold))
             decisions = await self._call_model(
                 self.backends.decide_many(
                     [(scored.categories, item.kind) for item, (scored, _) in zip(items, answers)],
@@ -130,16 +131,15 @@ class ModerationFlow:
             ]
 
     async def _scored(
-        self, caller: Caller, items: Sequence[Item]
+        self, caller: Caller, items: Sequence[Item], threshold: float | None = None
     ) -> list[tuple[Scored, tuple[TextScores, ...]]]:
         """Each item's model answer and its spans' answers: every text of the request (spans included) in one model
-        call, which costs the model one place in its queue however many texts; each image in a call of its own.
-        Each call waits at its model's gate first, within the call's time limit."""
+        call, which costs the model one place in its queue however many texts; each image in a call of its own (and
+        the words read on it in one more). Each call waits at its model's gate first, within the call's time
+        limit."""
         texts = [request for item in items if item.kind == "text" for request in (item.content, *item.span_requests())]
-        images = [
-            self._call_model(self._gated("image", caller, lambda item=item: self.backends.score_upload(item.content)))
-            for item in items if item.kind == "image"
-        ]
+        images = [self._call_model(self._image_scored(caller, item.content, threshold))
+                  for item in items if item.kind == "image"]  # fmt: skip
         # Short and long text work queue apart, as they run apart on the model (its two lanes).
         text_kind = "text" if is_short_text_work([request.text for request in texts]) else "long_text"
         text_call = self._call_model(self._gated(text_kind, caller, lambda: self._score_texts(texts))) if texts \
@@ -154,6 +154,18 @@ class ModerationFlow:
                 whole = next(text_answers)
                 answers.append((whole, tuple(next(text_answers) for _ in item.spans)))
         return answers
+
+    async def _image_scored(self, caller: Caller, upload: ImageUpload, threshold: float | None) -> ScoredImage:
+        """An image scored and, when its profile enables `text_toxic`, the words read on it scored by the text
+        model as a comment would be (its cascade routed by `text_toxic`'s thresholds), after the image's own call and
+        within the same time limit. Nothing read: `text_toxic` is 0 and no text call is made."""
+        scored = await self._gated("image", caller, lambda: self.backends.score_upload(upload))
+        if scored.read is None or not scored.read.text:
+            return scored
+        request = read_text_request(caller.profile, scored.read.text, caller.account, threshold)
+        kind = "text" if is_short_text_work([request.text]) else "long_text"
+        text = await self._gated(kind, caller, lambda: self.backends.score_text(request))
+        return replace(scored, read_scores=text.categories, read_scored_by=text.model_version)
 
     async def _gated(self, kind: str, caller: Caller, call: Callable[[], Awaitable[T]]) -> T:
         if self.gates is None:
@@ -211,7 +223,7 @@ class ModerationFlow:
                 scores=scored.categories,
                 model_version=scored.model_version,
                 pdq=bankable_hash(scored, self.hash_matcher),  # kept so that a rejection banks it
-                text=item.content.text if item.kind == "text" and caller.profile.keep_review_text else None,
+                text=_review_text(item, scored) if caller.profile.keep_review_text else None,
                 profile=caller.profile.name,
                 evidence=label_evidence(scored, seen, rate, caller.profile.name),
             )
@@ -252,6 +264,14 @@ class ModerationFlow:
             raise ModelUnavailable(
                 "The policy service is unavailable; nothing was decided." if what == "policy" else None
             ) from exc
+
+
+def _review_text(item: Item, scored: Scored) -> str | None:
+    """What a review item shows the moderator as its text: a text's own, or the words read on an image."""
+    if item.kind == "text":
+        return item.content.text
+    read = getattr(scored, "read", None)
+    return read.text if read is not None and read.text else None
 
 
 async def _no_texts() -> list[TextScores]:

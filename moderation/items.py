@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from models.decision_route import CategoryLimits, DecidingLimits
 from models.image_upload import ImageUpload
 from models.text_scoring import TextRequest
-from policy.types import PRIMARY_CATEGORIES, ContentKind, Plan, Profile
+from policy.types import IMAGE_TEXT_CATEGORY, PRIMARY_CATEGORIES, ContentKind, Plan, Profile
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,15 @@ class Item:
         return replace(self, content=content)
 
 
+def read_text_request(profile: Profile, text: str, account: str, threshold: float | None = None) -> TextRequest:
+    """The words read on an image, as a text request: scored for the profile's text categories (the OpenAI answer
+    maps them), its cascade routed by `text_toxic`'s thresholds, which decide it as the image's category."""
+    own = profile.categories[IMAGE_TEXT_CATEGORY]
+    review, block = (own.review, own.block) if threshold is None else (threshold, threshold)
+    limits = (CategoryLimits("toxic", float(review), float(block)),)
+    return TextRequest(text=text, categories=scored_categories(profile, "text"), limits=limits, account=account)
+
+
 def deciding_limits(profile: Profile, threshold: float | None = None) -> DecidingLimits:
     """The thresholds that decide a text under `profile`: each enabled text category's review and block, both
     `threshold` when the request gives one (policy/decisions.py's binary override)."""
@@ -84,6 +93,10 @@ def text_item(
 
 def image_item(plan: Plan, profile: Profile, data: bytes, *, reference: str | None = None,
                image_url: str | None = None) -> Item:  # fmt: skip
-    """An upload's bytes: decoded on the model side, after the quota unit is taken, within the plan's pixels."""
-    upload = ImageUpload(data=data, max_pixels=plan.image_max_pixels, categories=scored_categories(profile, "image"))
+    """An upload's bytes: decoded on the model side, after the quota unit is taken, within the plan's pixels; the
+    words on it read when the profile enables `text_toxic` (scored by the text model in the flow, not an image
+    model's category)."""
+    image_models = tuple(c for c in scored_categories(profile, "image") if c != IMAGE_TEXT_CATEGORY)
+    upload = ImageUpload(data=data, max_pixels=plan.image_max_pixels, categories=image_models,
+                         read_text=profile.reads_image_text)  # fmt: skip
     return Item(kind="image", content=upload, reference=reference, image_url=image_url)

@@ -3,7 +3,8 @@
 For the API tests, benchmarks and tools; under Ray Serve the ingress uses
 `deployments.handles.ServeBackends` instead. Models come from the same registry and
 are loaded by the same `ModelSet` the model deployments use. Under the text cascade, its second stage runs here
-too, batched across requests by the same BatchQueue as in its deployment.
+too, batched across requests by the same BatchQueue as in its deployment, and so does the image text reader when
+`versions` names one (`image.text`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from models.decode_pool import ImageDecoder
 from models.image_scoring import ImageScores, PreparedImage
+from models.image_text import ReadText
 from models.batch_isolation import raised_if_failed, scored_apart
 from models.batch_queue import BatchQueue
 from models.text_cascade_completion import CascadeCompletion
@@ -37,9 +39,18 @@ class LocalBackends:
         self._second_stage = self._models.models.get(second_stage_task)
         self._second_stage_batches = BatchQueue(self._second_stage_batch, 16, 0.0)
         self._completion = CascadeCompletion(self._ask_second_stage if self._second_stage else None)
+        self._text_reader = self._models.text_reader()
+        self._reads = BatchQueue(self._read_batch, 4, 0.0)  # one read at a time, as in ImageTextModel
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage:
-        return await decode_and_score(upload, self._decoder, self._image.prepare, self._score_prepared)
+        read = self._read if self._text_reader is not None else None
+        return await decode_and_score(upload, self._decoder, self._image.prepare, self._score_prepared, read)
+
+    async def _read(self, frames) -> ReadText:
+        return raised_if_failed(await self._reads.submit(frames))
+
+    async def _read_batch(self, images: list) -> list:
+        return await asyncio.to_thread(scored_apart, self._text_reader.read_many, images)
 
     async def _score_prepared(self, image: PreparedImage) -> ImageScores:
         return (await asyncio.to_thread(self._image.score_prepared, [image]))[0]

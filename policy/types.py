@@ -17,12 +17,15 @@ ReviewStatus = Literal["pending", "approved", "rejected"]
 ReviewReason = Literal["model_flagged", "report_threshold", "audit"]
 ContentKind = Literal["image", "text"]
 
-IMAGE_CATEGORIES = ("nsfw", "weapon", "violence")
+# text_toxic: the words written on the image (read by models/image_text.py), scored by the text model's toxic score.
+IMAGE_CATEGORIES = ("nsfw", "weapon", "violence", "text_toxic")
 # violent_speech is text that threatens, plans or incites violence against a person or a group; `violence` is the
 # image model's (a profile keys thresholds by category name, and the two models' scores are on different scales).
 TEXT_CATEGORIES = ("toxic", "insult", "threat", "identity_attack", "sexual", "profanity", "self_harm", "violent_speech")
 # Beta: too little real evaluation data to vouch for the scores; a profile must enable them.
-BETA_CATEGORIES = ("weapon", "violence", "sexual", "self_harm", "violent_speech")
+BETA_CATEGORIES = ("weapon", "violence", "text_toxic", "sexual", "self_harm", "violent_speech")
+# The image category that the text model scores (the words read on the image), not an image model.
+IMAGE_TEXT_CATEGORY = "text_toxic"
 # Always on: every image is scored for nsfw, every text for toxic.
 PRIMARY_CATEGORIES = {"image": "nsfw", "text": "toxic"}
 
@@ -104,6 +107,9 @@ class Profile(_OperatorSet):
     # sample of the rest is what lets an account's backtest count misses and false blocks, and its correction learn
     # without learning the model's own flags.
     audit_rate: float = Field(default=0.0, ge=0, le=1)
+    # Whether an image's answer says the words read on it (`text_read.text`, when `text_toxic` is enabled). Off by
+    # default: what was read is content, as a comment's text is; its review item keeps it as `keep_review_text` says.
+    answer_image_text: bool = False
     # The share of benign texts that the backtest's suggested thresholds may send to review (adaptation/backtest.py).
     target_benign_flagged: float = Field(default=0.10, gt=0, lt=1)
 
@@ -123,6 +129,10 @@ class Profile(_OperatorSet):
     def enabled_categories(self, kind: ContentKind) -> list[str]:
         names = IMAGE_CATEGORIES if kind == "image" else TEXT_CATEGORIES
         return [c for c in names if c in self.categories and self.categories[c].enabled]
+
+    @property
+    def reads_image_text(self) -> bool:
+        return IMAGE_TEXT_CATEGORY in self.enabled_categories("image")
 
 
 class ApiKey(_Strict):

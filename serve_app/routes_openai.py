@@ -114,7 +114,8 @@ def _check_kinds(texts: list[str], images: list[str], plan: Plan, model: str) ->
 
 def _result(parts: list[tuple[str, Moderated]], profile: Profile) -> OpenAIModerationResult:
     """One input's entry of `results`, from the outcome of each of its parts."""
-    scored = [Part(kind=kind, scores=o.scored.categories, decision=o.decision.decision) for kind, o in parts]
+    scored = [Part(kind=kind, scores=o.scored.categories, decision=o.decision.decision,
+                   read_scores=getattr(o.scored, "read_scores", None)) for kind, o in parts]  # fmt: skip
     return OpenAIModerationResult(**openai_result(scored, profile))
 
 

@@ -7,11 +7,12 @@ from typing import TypeVar
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 
+from models.image_upload import ScoredImage
 from moderation.errors import ModelUnavailable
 from moderation.flow import Caller, Moderated
 from moderation.items import image_item, text_item
 from moderation.limits import BATCH_TEXT_LIMITS, check_texts, parse_threshold, require_scope
-from policy.types import PRIMARY_CATEGORIES
+from policy.types import PRIMARY_CATEGORIES, Profile
 from serve_app import errors
 from serve_app.auth import admitted_caller, authenticated_caller, services
 from serve_app.bodies import json_bytes_for, read_image_form, read_json
@@ -29,6 +30,7 @@ from serve_app.schemas import (
     ReportResult,
     ReviewItemView,
     TextBatchResult,
+    TextReadView,
     TextModerationRequest,
     TextQueueFullBody,
     TextRawScores,
@@ -78,7 +80,8 @@ async def moderate_image(
         format=image.format, width=image.width, height=image.height,
         scores=image.categories, decision=outcome.decision.decision,
     )  # fmt: skip
-    result = ImageResult(scores=ImageRawScores(nsfw=image.categories[NSFW], safe=image.safe), **_result_fields(outcome))
+    result = ImageResult(scores=ImageRawScores(nsfw=image.categories[NSFW], safe=image.safe),
+                         text_read=_text_read(image, caller.profile), **_result_fields(outcome))  # fmt: skip
     return _unless_unqueued(result, [outcome])
 
 
@@ -177,6 +180,14 @@ def _result_fields(outcome: Moderated) -> dict:
     hash_match = {"review_id": match.review_id, "distance": match.distance} if match is not None else None
     return {"categories": scored.categories, "model_version": scored.model_version, "review_id": outcome.review_id,
             "hash_match": hash_match, **outcome.decision.answer_fields()}  # fmt: skip
+
+
+def _text_read(image: ScoredImage, profile: Profile) -> TextReadView | None:
+    """What was read on the image, its text only where the profile asks for it (it is content)."""
+    read = image.read
+    if read is None:
+        return None
+    return TextReadView(lines=read.lines, partial=read.partial, text=read.text if profile.answer_image_text else None)
 
 
 def _text_raw_scores(outcome: Moderated) -> TextRawScores:

@@ -100,8 +100,25 @@ class _Result(BaseModel, Generic[RawScores]):
     )
 
 
+class TextReadView(BaseModel):
+    """What the text reader read on the image (only when the profile enables `text_toxic`)."""
+
+    lines: int = Field(description="Lines of text read (0: no text found).")
+    partial: bool = Field(
+        description="A bound stopped the reading (time, boxes, frames or characters): part of the text was not read, "
+        "and `text_toxic` scores the part that was."
+    )
+    text: str | None = Field(
+        default=None, description="The text read, only when the profile's `answer_image_text` is on."
+    )
+
+
 class ImageResult(_Result[ImageRawScores]):
     """The answer of POST /v1/moderate."""
+
+    text_read: TextReadView | None = Field(
+        default=None, description="Only when the key's profile enables `text_toxic` (the words read on the image)."
+    )
 
 
 class TextResult(_Result[TextRawScores]):

@@ -1,0 +1,158 @@
+"""Read the words written on an image: detection first, recognition only on the boxes found, within bounds.
+
+The engine is RapidOCR's packaging of PaddleOCR's PP-OCRv4 mobile models (`rapidocr-onnxruntime`, Apache-2.0): a
+text detector (DB, 4.7 MB ONNX) and a recogniser of Chinese and Latin script (CRNN/SVTR with CTC, 10.9 MB), both
+inside the wheel; no download at run time. Why it and not tesseract, and the figures: docs/image-models.md, "Text
+in images". Only its detector, recogniser and box helpers are used; the pipeline around them is here, so that every
+step is bounded:
+
+- The detector sees the first frame at most ``TEXT_FRAME_SIDE_PX`` a side (decoded once with the other frames:
+  models/image_decoding.py ``text_side``) and the later frames of an animation as already decoded (512 px), at most
+  ``MAX_TEXT_FRAMES`` frames in all. Its cost is fixed by the frame's size, text or not.
+- Of the boxes found, the ``MAX_TEXT_BOXES`` tallest are recognised (large type is what a reader sees first), in
+  reading order. The recogniser's cost grows with a line's length in heights (it reads a line scaled to 48 px
+  high), so a line is cut at ``MAX_LINE_HEIGHTS`` heights long, and a run holds at most ``RECOGNITION_BATCH`` lines
+  and ``RUN_HEIGHTS`` heights: a poster of 12 px print, 80 heights a line, cost 2 s a run of six. Recognition stops
+  when ``READ_BUDGET_S`` is spent, checked before each run.
+- Lines read with confidence under ``MIN_LINE_CONFIDENCE`` are dropped (texture read as letters), a line already
+  read on an earlier frame is not repeated (a GIF's caption stays on every frame), and the text is cut at
+  ``MAX_READ_CHARS``.
+A bound that left something unread or cut marks the answer ``partial``; it is never an error.
+
+No direction classifier: it costs a third run per box and turns only upside-down text; such text is read badly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+# The image category the text read scores as (policy/types.py names it too): the text model's toxic score of it.
+TEXT_TOXIC = "text_toxic"
+TEXT_FRAME_SIDE_PX = 960
+MAX_TEXT_FRAMES = 3
+MAX_TEXT_BOXES = 32
+RECOGNITION_BATCH = 6
+MAX_LINE_HEIGHTS = 48
+RUN_HEIGHTS = 96
+READ_BUDGET_S = 1.0
+MIN_LINE_CONFIDENCE = 0.5
+MAX_READ_CHARS = 1_000
+
+
+@dataclass(frozen=True)
+class ReadText:
+    """What was read on one image: its lines joined by newlines, and whether a bound stopped the reading."""
+
+    text: str
+    lines: int
+    partial: bool
+    version: str
+
+
+class ImageTextReader:
+    """``read(frames)`` -> ReadText. One compute thread (a replica owns a core); not thread-safe: one read at a time."""
+
+    def __init__(self, engine, version: str, *, budget_s: float = READ_BUDGET_S,
+                 clock=time.perf_counter) -> None:  # fmt: skip
+        """`engine`: a ``rapidocr_onnxruntime.RapidOCR`` (its ``text_det``, ``text_rec``, ``sorted_boxes`` and
+        ``get_crop_img_list`` are used), or anything with the same four."""
+        self._engine, self.version, self._budget_s, self._clock = engine, version, budget_s, clock
+
+    @classmethod
+    def load(cls, weights: str | None = None, *, version: str = "ppocrv4-rapidocr-1.4.4",
+             frame_side: int = TEXT_FRAME_SIDE_PX) -> ImageTextReader:  # fmt: skip
+        """The models inside the installed wheel (``weights`` must be None: there is no other source)."""
+        if weights is not None:
+            raise ValueError("the text reader's models come from the rapidocr-onnxruntime wheel; weights must be null")
+        from rapidocr_onnxruntime import RapidOCR
+
+        # "max": the detector shrinks a frame to `frame_side`, never grows it (the package's default grows the short
+        # side to 736, which made a 512x384 frame cost 0.5 s instead of 0.1 s).
+        engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, det_limit_type="max",
+                          det_limit_side_len=frame_side, use_cls=False)  # fmt: skip
+        return cls(engine, version)
+
+    def read(self, frames: list[Image.Image | np.ndarray]) -> ReadText:
+        started = self._clock()
+        lines: list[str] = []
+        partial = len(frames) > MAX_TEXT_FRAMES
+        for frame in frames[:MAX_TEXT_FRAMES]:
+            if self._clock() - started > self._budget_s:
+                partial = True
+                break
+            frame_lines, cut = self._read_frame(np.asarray(frame.convert("RGB") if isinstance(frame, Image.Image)
+                                                           else frame), started)  # fmt: skip
+            partial = partial or cut
+            seen = {_plain(line) for line in lines}
+            lines.extend(line for line in frame_lines if _plain(line) not in seen)
+        text, cut = _within_chars("\n".join(lines), MAX_READ_CHARS)
+        return ReadText(text=text, lines=len(lines), partial=partial or cut, version=self.version)
+
+    def read_many(self, images: list[list[Image.Image | np.ndarray]]) -> list[ReadText]:
+        """Each image's frames read, one image after the other (a deployment's batch)."""
+        return [self.read(frames) for frames in images]
+
+    def _read_frame(self, rgb: np.ndarray, started: float) -> tuple[list[str], bool]:
+        """The frame's lines in reading order, and whether a bound left some unread."""
+        # The engine's models were trained on BGR input (OpenCV's order).
+        bgr = np.ascontiguousarray(rgb[:, :, ::-1])
+        boxes, _ = self._engine.text_det(bgr)
+        if boxes is None or len(boxes) == 0:
+            return [], False
+        kept = tallest_boxes(boxes, MAX_TEXT_BOXES)
+        cut = len(kept) < len(boxes)
+        boxes = self._engine.sorted_boxes(np.asarray(kept))
+        crops = [_within_heights(crop, MAX_LINE_HEIGHTS) for crop in self._engine.get_crop_img_list(bgr, boxes)]
+        cut = cut or any(shortened for _, shortened in crops)
+        lines = []
+        for run in recognition_runs([crop for crop, _ in crops], RECOGNITION_BATCH, RUN_HEIGHTS):
+            if self._clock() - started > self._budget_s:
+                return lines, True
+            recognised, _ = self._engine.text_rec(run)
+            lines.extend(text.strip() for text, confidence in recognised
+                         if confidence >= MIN_LINE_CONFIDENCE and text.strip())  # fmt: skip
+        return lines, cut
+
+
+def tallest_boxes(boxes: np.ndarray, keep: int) -> list[np.ndarray]:
+    """The `keep` boxes (4 corner points each) of the largest text height, in their given order."""
+    heights = [float(np.linalg.norm(box[0] - box[3])) for box in boxes]
+    chosen = sorted(range(len(boxes)), key=lambda index: -heights[index])[:keep]
+    return [boxes[index] for index in sorted(chosen)]
+
+
+def heights_long(crop: np.ndarray) -> float:
+    """A line's length in its own heights: what the recogniser's cost grows with."""
+    return crop.shape[1] / max(crop.shape[0], 1)
+
+
+def recognition_runs(crops: list[np.ndarray], most: int, heights: float) -> list[list[np.ndarray]]:
+    """The crops in order, in runs of at most `most` crops and `heights` heights long together (one crop alone may
+    be longer)."""
+    runs: list[list[np.ndarray]] = []
+    length = 0.0
+    for crop in crops:
+        if not runs or len(runs[-1]) >= most or length + heights_long(crop) > heights:
+            runs.append([])
+            length = 0.0
+        runs[-1].append(crop)
+        length += heights_long(crop)
+    return runs
+
+
+def _within_heights(crop: np.ndarray, most: float) -> tuple[np.ndarray, bool]:
+    """The crop cut to `most` heights long from its start, and whether it was cut."""
+    width = int(most * crop.shape[0])
+    return (crop, False) if crop.shape[1] <= width else (crop[:, :width], True)
+
+
+def _plain(line: str) -> str:
+    return "".join(line.split()).casefold()
+
+
+def _within_chars(text: str, limit: int) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[:limit], True)
