@@ -14,6 +14,8 @@ docs/benchmarks.md and docs/benchmarks.png; a few also run alone, as their openi
 - `memory.py`: RSS and PSS of processes, from /proc.
 - `cascade.py`: what the text cascade costs: each text's route, the second stage's batches, its section of the page.
 - `served_quality.py`: what the text cascade's answers are worth under load: real labelled comments through the graph.
+- `image_text.py`: text in images: what reading an image's words costs, and what it catches on real comments written
+  on photos and screenshots (also alone: `python -m bench.image_text`).
 - `tenant_flood.py`: one tenant floods what the store keeps while another is served.
 - `hash_bank.py`: the hash bank's match as banks grow, its memory, PDQ's robustness.
 - `adaptation.py`: what a site's own line costs: applying a correction, refitting it.
@@ -35,4 +37,6 @@ docs/benchmarks.md and docs/benchmarks.png; a few also run alone, as their openi
 - `report/observed.py`: the Observed during the run section.
 - `experiments/`: measurements kept as records or run by hand; `make bench` runs none of them.
 - `experiments/transport.py`: how an upload's bytes should reach the ImageModel (docs/image-models.md, Transport).
+- `experiments/ocr_engines.py`: which OCR engine reads images' text best per CPU second, on real images of its
+  `ocr_images/` folder (docs/image-models.md, Text in images).
 """

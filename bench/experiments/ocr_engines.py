@@ -62,6 +62,9 @@ TEXT_DIR = Path(os.environ.get("MODERATION_TEXT_DATA_DIR", "/work/shared/data/te
 PER_CELL = min(20, int(os.environ.get("OCR_EVAL_PER_CELL", "5")))
 SIZES = tuple(os.environ.get("OCR_EVAL_SIZES", "native,1280,960,512").split(","))
 SEED = 0
+# rapidocr's detector by default UPSCALES so the short side is >= 736 px ("min:736"), whatever the input size;
+# "max:960" instead caps the long side at 960. Format "<limit_type>:<side>"; empty keeps the package default.
+DET_LIMIT = os.environ.get("OCR_DET_LIMIT", "")
 
 # Package / sample images with text: name -> (kind, script, tesseract languages). See ocr_images/SOURCES.md.
 PACKAGE_IMAGES = {
@@ -151,6 +154,7 @@ def score(reference: str, hypothesis: str, script: str) -> dict:
 
 def clean_comment(text: str) -> str:
     """Drop what a font cannot draw or a screenshot would not show as body text: URLs, @handles, emoji."""
+    text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)  # escapes kept as text in rows
     text = re.sub(r"https?://\S+|www\.\S+|\[id\d+\|([^\]]*)\]|@\w+", lambda m: m.group(1) or "", text)
     kept = [c for c in text if unicodedata.category(c)[0] in "LMNPZ" or c in "+=<>$%&#"]
     return re.sub(r"\s+", " ", "".join(kept)).strip()
@@ -161,19 +165,49 @@ def load_comments(script: str, rng: random.Random, count: int, min_len: int = 25
     pool = []
     for lang in SCRIPTS[script][0]:
         path = TEXT_DIR / f"{lang}.jsonl"
-        if not path.exists():
-            continue
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                text = clean_comment(json.loads(line)["text"])
-                letters = [c for c in text if c.isalpha()]
-                if not (min_len <= len(text) <= max_len) or not letters:
-                    continue
-                if script != "Latin" and sum(in_script(c, script) for c in letters) < 0.8 * len(letters):
-                    continue  # e.g. a Russian row that is mostly an English quote
-                pool.append(text)
+        if path.exists():
+            with path.open(encoding="utf-8") as f:
+                pool += [json.loads(line)["text"] for line in f]
     rng.shuffle(pool)
-    return pool[:count]
+    chosen = []
+    for raw in pool:  # the glyph check is slow, so it runs only on shuffled rows until enough are kept
+        text = clean_comment(raw)
+        if not (min_len <= len(text) <= max_len):
+            continue
+        text = drawable(text, script)
+        letters = [c for c in text if c.isalpha()]
+        if len(text) < min_len or not letters:
+            continue
+        if script != "Latin" and sum(in_script(c, script) for c in letters) < 0.8 * len(letters):
+            continue  # e.g. a Russian row that is mostly an English quote
+        chosen.append(text)
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+_GLYPH_CACHE: dict[tuple[str, str], bool] = {}
+
+
+def _glyph(font, ch: str) -> bytes:
+    img = Image.new("L", (64, 64), 0)
+    ImageDraw.Draw(img).text((8, 8), ch, font=font, fill=255)
+    return img.tobytes()
+
+
+def drawable(text: str, script: str) -> str:
+    """Keep only characters both fonts of the script can draw, so the reference never holds a tofu box."""
+    fonts = [ImageFont.truetype(path, 32) for path in dict.fromkeys(FONTS[script])]
+    notdefs = [_glyph(font, "\uffff") for font in fonts]  # a code point no font maps draws its .notdef box
+    out = []
+    for ch in text:
+        key = (script, ch)
+        if key not in _GLYPH_CACHE:
+            _GLYPH_CACHE[key] = ch.isspace() or all(
+                (g := _glyph(font, ch)) != notdef and any(g) for font, notdef in zip(fonts, notdefs))
+        if _GLYPH_CACHE[key]:
+            out.append(ch)
+    return re.sub(r"\s+", " ", "".join(out)).strip()
 
 
 def in_script(ch: str, script: str) -> bool:
@@ -207,10 +241,12 @@ def wrap(draw: ImageDraw.ImageDraw, text: str, font, width: int, script: str) ->
 
 def draw_line(draw, xy_left: int, right: int, y: int, line: str, font, script: str, **kw) -> None:
     """Arabic is right-aligned and shaped right-to-left (raqm); other scripts start at the left margin."""
+    # Baseline anchors: Arabic and CJK fonts carry tall ascender metrics that would push "top" anchors down.
+    baseline = y + int(font.size * 0.95)
     if script == "Arabic":
-        draw.text((right, y), line, font=font, anchor="ra", direction="rtl", **kw)
+        draw.text((right, baseline), line, font=font, anchor="rs", direction="rtl", **kw)
     else:
-        draw.text((xy_left, y), line, font=font, **kw)
+        draw.text((xy_left, baseline), line, font=font, anchor="ls", **kw)
 
 
 def render_screenshot(comments: list[str], script: str, px: int) -> tuple[Image.Image, str]:
@@ -248,13 +284,9 @@ def render_meme(text: str, script: str, photo: Image.Image) -> tuple[Image.Image
     positions = [(20 + i * step, ln) for i, ln in enumerate(top)]
     positions += [(img.height - 20 - (len(bottom) - i) * step, ln) for i, ln in enumerate(bottom)]
     for y, line in positions:
-        width = draw.textlength(line, font=font)
+        width = draw.textlength(line, font=font, direction="rtl" if script == "Arabic" else None)
         x = int((PAGE_W - width) / 2)
-        kw = dict(fill="white", stroke_width=4, stroke_fill="black")
-        if script == "Arabic":
-            draw.text((x + width, y), line, font=font, anchor="ra", direction="rtl", **kw)
-        else:
-            draw.text((x, y), line, font=font, **kw)
+        draw_line(draw, x, x + int(width), y, line, font, script, fill="white", stroke_width=4, stroke_fill="black")
     return img, "\n".join(lines)
 
 
@@ -320,7 +352,12 @@ class RapidOCR14:
     def __init__(self):
         from rapidocr_onnxruntime import RapidOCR
 
-        self.ocr = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
+        kwargs = {}
+        if DET_LIMIT:
+            kind, side = DET_LIMIT.split(":")
+            kwargs = {"det_limit_type": kind, "det_limit_side_len": int(side)}
+            self.name += f" det {DET_LIMIT}"
+        self.ocr = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, **kwargs)
         self.clocks = {s: StageClock(type(getattr(self.ocr, f"text_{s}"))) for s in ("det", "cls", "rec")}
 
     def __call__(self, rgb: np.ndarray, langs: str) -> tuple[str, int]:
@@ -336,6 +373,10 @@ class RapidOCR310:
 
         threads = {"EngineConfig.onnxruntime.intra_op_num_threads": 1, "EngineConfig.onnxruntime.inter_op_num_threads": 1,
                    "Global.log_level": "warning"}
+        if DET_LIMIT:
+            kind, side = DET_LIMIT.split(":")
+            threads.update({"Det.limit_type": kind, "Det.limit_side_len": int(side)})
+            self.name += f" det {DET_LIMIT}"
         self.ocr = RapidOCR(params=threads)
         self.ocr(np.full((64, 256, 3), 255, np.uint8))  # 3.x builds its stages lazily: build them before timing
         warm = np.full((96, 400, 3), 255, np.uint8)
@@ -377,7 +418,7 @@ ENGINES = {"rapidocr14": RapidOCR14, "rapidocr310": RapidOCR310, "tesseract": Te
 def run_engine(key: str) -> Path:
     engine = ENGINES[key]()
     items = build_images()
-    out_path = OUT_DIR / f"raw_{key}.jsonl"
+    out_path = OUT_DIR / f"raw_{key}{'_det-' + DET_LIMIT.replace(':', '') if DET_LIMIT and key != 'tesseract' else ''}.jsonl"
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     sizes = SIZES if key != "tesseract" else tuple(s for s in SIZES if s in ("native", "960"))  # CPU budget
     # Warm-up call so the first measured image does not pay session creation / allocation.
@@ -412,48 +453,64 @@ def mean(values) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def percentile(values, q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
 def table(rows: list[dict], keys: tuple[str, ...], title: str) -> str:
-    """One markdown table: mean CER, bag CER, word accuracy, CPU (mean and max), boxes, grouped by `keys`."""
+    """One markdown table grouped by `keys`: mean CER (ordered, bag, spaces ignored), word accuracy, CPU, boxes."""
     groups = collections.defaultdict(list)
     for r in rows:
         groups[tuple(r[k] for k in keys)].append(r)
-    has_split = any("cpu_det" in r for r in rows)
-    head = list(keys) + ["n", "CER", "CER (bag)", "word acc", "CPU s mean", "CPU s max", "boxes"]
-    if has_split:
-        head += ["det s", "cls s", "rec s"]
+    head = list(keys) + ["n", "CER", "CER bag", "CER no-space", "word acc", "CPU s mean", "CPU s p90", "boxes", "det/cls/rec s", "rec s/box"]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    order = {"native": 0, "1280": 1, "960": 2, "512": 3}
-    for key in sorted(groups, key=lambda k: tuple(order.get(x, 9) if x in order else x for x in k)):
+    order = {"native": "0", "1280": "1", "960": "2", "512": "3"}
+    for key in sorted(groups, key=lambda k: tuple(order.get(x, x) for x in k)):
         g = groups[key]
         scored = [r for r in g if "cer" in r]
         cells = list(key) + [str(len(g))]
-        cells += [f"{mean(r['cer'] for r in scored):.3f}" if scored else "-",
-                  f"{mean(r['cer_bag'] for r in scored):.3f}" if scored else "-",
-                  f"{mean(r['word_acc'] for r in scored):.3f}" if scored else "-",
-                  f"{mean(r['cpu'] for r in g):.2f}", f"{max(r['cpu'] for r in g):.2f}", f"{mean(r['boxes'] for r in g):.1f}"]
-        if has_split:
-            cells += [f"{mean(r.get('cpu_' + s, 0.0) for r in g):.2f}" for s in ("det", "cls", "rec")]
+        for metric in ("cer", "cer_bag", "cer_nospace", "word_acc"):
+            cells.append(f"{mean(r[metric] for r in scored):.3f}" if scored else "-")
+        cells += [f"{mean(r['cpu'] for r in g):.2f}", f"{percentile([r['cpu'] for r in g], 0.9):.2f}",
+                  f"{mean(r['boxes'] for r in g):.1f}"]
+        split = [mean(r.get("cpu_" + s, 0.0) for r in g) for s in ("det", "cls", "rec")]
+        has_split = any("cpu_det" in r for r in g)
+        cells.append("/".join(f"{x:.2f}" for x in split) if has_split else "-")
+        boxes = sum(r["boxes"] for r in g)
+        cells.append(f"{sum(r.get('cpu_rec', 0.0) for r in g) / boxes:.3f}" if has_split and boxes else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
+def load_rows() -> list[dict]:
+    rows = []
+    for path in sorted(OUT_DIR.glob("raw_*.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            r = json.loads(line)
+            if "gt" in r:  # spaces dropped between words is PP-OCR's commonest error: show CER without them too
+                script = r["script"]
+                ref = normalise(r["gt"], script).replace(" ", "")
+                r["cer_nospace"] = levenshtein(ref, normalise(r["text"], script).replace(" ", "")) / max(1, len(ref))
+            rows.append(r)
+    return rows
+
+
 def report() -> Path:
+    rows = load_rows()
+    text_rows = [r for r in rows if r["kind"] != "no_text"]
+    rendered = [r for r in text_rows if r["kind"] != "package"]
     sections = ["# OCR engines: accuracy and single-core CPU", "",
                 "CER = Levenshtein / reference length (NFKC, case-folded, whitespace collapsed; CJK whitespace removed), "
-                "in the engine's reading order; CER (bag) = same after sorting words (CJK: characters); word acc = "
-                "bag-of-words recall of reference words (CJK: characters). CPU = process CPU seconds per image, one "
-                "thread (tesseract: child rusage). det/cls/rec = CPU inside each rapidocr stage.", ""]
-    for path in sorted(OUT_DIR.glob("raw_*.jsonl")):
-        rows = [json.loads(line) for line in path.open(encoding="utf-8")]
-        if not rows:
-            continue
-        name = rows[0]["engine"]
-        text_rows = [r for r in rows if r["kind"] != "no_text"]
-        sections.append(f"## {name}\n")
-        sections.append(table(text_rows, ("size", "kind", "script"), f"{name}: per input size, kind and script"))
-        sections.append(table(text_rows, ("size", "kind"), f"{name}: per input size and kind (all scripts)"))
-        sections.append(table([r for r in text_rows if r["kind"] == "package"], ("size", "id"), f"{name}: package images"))
-        sections.append(table([r for r in rows if r["kind"] == "no_text"], ("size", "id"), f"{name}: images without text"))
+                "in the engine's reading order; CER bag = same after sorting words (CJK: characters); CER no-space = "
+                "ordered CER with all spaces removed from both sides; word acc = bag-of-words recall of reference words "
+                "(CJK: characters). CPU = process CPU seconds per image on one thread (tesseract: child rusage); "
+                "det/cls/rec = CPU inside each rapidocr stage. size = longest side after downscaling (native = as is).", "",
+                table(text_rows, ("engine", "size", "kind"), "By engine, input size and image kind (all scripts)"),
+                table(rendered, ("engine", "size", "script"), "Rendered screenshots and memes by engine, input size and script"),
+                table(rendered, ("engine", "size", "kind", "script"), "Rendered, by engine, size, kind and script"),
+                table([r for r in text_rows if r["kind"] == "package"], ("engine", "size", "id"), "Package / sample images"),
+                table([r for r in rows if r["kind"] == "no_text"], ("engine", "size", "id"), "Images without text (detection cost)")]
     out = OUT_DIR / "results_tables.md"
     out.write_text("\n".join(sections), encoding="utf-8")
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from deployments import gemma_model, image_model, text_model
+from deployments import gemma_model, image_model, image_text_model, text_model
 from runtime.settings import PROJECT_ROOT
 
 MACHINE_CPUS = 2
@@ -28,12 +28,13 @@ def test_max_ongoing_requests_is_not_below_the_batch_size():
     assert graph["ImageModel"]["max_ongoing_requests"] >= image_model.MAX_BATCH_SIZE >= 8
     assert graph["TextModel"]["max_ongoing_requests"] >= text_model.MAX_BATCH_SIZE >= 8
     assert graph["GemmaModel"]["max_ongoing_requests"] >= gemma_model.MAX_BATCH_SIZE >= 8
-    for name in ("ImageModel", "TextModel", "GemmaModel"):
+    assert graph["ImageTextModel"]["max_ongoing_requests"] >= image_text_model.DEFAULT_BATCHING.max_batch_size
+    for name in ("ImageModel", "ImageTextModel", "TextModel", "GemmaModel"):
         assert graph[name]["max_ongoing_requests"] >= graph[name]["user_config"]["max_batch_size"]
 
 
 def test_model_deployments_autoscale():
-    for name in ("ImageModel", "TextModel", "GemmaModel"):
+    for name in ("ImageModel", "ImageTextModel", "TextModel", "GemmaModel"):
         scaling = deployments()[name]["autoscaling_config"]
         assert scaling["max_replicas"] > scaling["min_replicas"] >= 1
 

@@ -81,3 +81,48 @@ def test_text_result_names_the_served_text_model(real_api, real_backends):
     cascade = find_entry("text.toxic", served).loader == "use_cascade"
     assert body["model_version"] == served
     assert body["cascade_route"] == (OUT_OF_BAND if cascade else None)
+
+
+def captioned_photo(lines: list[str]) -> bytes:
+    """A real photo (skimage's astronaut, 512 px, scaled up to a phone photo's 1600 px) with `lines` written on it in
+    large type, as a meme caption; JPEG."""
+    from PIL import ImageDraw, ImageFont
+
+    image = Image.fromarray(photos.astronaut()).resize((1600, 1600))
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 110)
+    for index, line in enumerate(lines):
+        draw.text((60, 60 + index * 170), line, font=font, fill="white", stroke_width=6, stroke_fill="black")
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=88)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def reading_key(real_api):
+    """A key whose profile is the shipped default with `text_toxic` enabled and the text read answered."""
+    from runtime.bootstrap import load_profiles
+
+    default = next(p for p in load_profiles(PROJECT_ROOT / "config") if p.name == "default")
+    categories = {name: limits.model_dump() for name, limits in default.categories.items()}
+    categories["text_toxic"]["enabled"] = True
+    real_api.put_profile("reading", mode="enforce", categories=categories, answer_image_text=True)
+    return real_api.new_key(profile="reading")
+
+
+def test_an_insult_written_on_a_photo_is_read_and_flagged_as_text_toxic(real_api, reading_key):
+    body = real_api.moderate(reading_key, captioned_photo(["YOU ARE A", "PATHETIC IDIOT"])).json()
+    assert "IDIOT" in body["text_read"]["text"].upper() and body["text_read"]["partial"] is False, body
+    assert body["decision"] in ("review", "block") and body["categories"]["text_toxic"] >= 0.5172, body
+    assert "text_toxic=ppocrv4-rapidocr-1.4.4+" in body["model_version"]
+
+
+def test_a_benign_caption_is_read_and_allowed(real_api, reading_key):
+    body = real_api.moderate(reading_key, captioned_photo(["HAPPY BIRTHDAY", "GRANDMA"])).json()
+    assert "BIRTHDAY" in body["text_read"]["text"].upper()
+    assert body["decision"] == "allow", body
+
+
+def test_the_default_profile_reads_no_text_and_answers_as_before(real_api):
+    body = real_api.moderate(real_api.new_key(), captioned_photo(["YOU ARE A", "PATHETIC IDIOT"])).json()
+    assert "text_read" not in body and set(body["categories"]) == {"nsfw"}
