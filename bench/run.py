@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from bench import (adaptation, cascade, cpu, hash_bank, image_time, limit, plot, report, served_quality, service,
-                   tenant_flood)
+from bench import (adaptation, cascade, cpu, hash_bank, image_text, image_time, limit, plot, report, served_quality,
+                   service, tenant_flood)
 from models import embeddinggemma
 from bench.load import Point, Workload, point_budget, run_point, status_of
 from bench.inputs import SURE_TEXTS, TEXTS, benign_mix_texts, phone_jpegs, photo_jpegs
@@ -79,13 +79,14 @@ class Plan:
     flood_s: float = tenant_flood.FLOOD_S  # one tenant floods the store while another is served, graph only
     # Per point of the text cascade's served quality (bench/served_quality.py), graph only; 0: not measured.
     served_quality_point_s: float = served_quality.POINT_MAX_S
+    image_text: bool = True  # text in images (bench/image_text.py), graph and plain app
 
 
 QUICK = Plan(workloads=("text", "text_benign_mix", "text_sure", "text_perspective"), concurrency=(1, 16), lever_concurrency=(1, 16),
              min_requests=20, max_point_s=2.0,
              settle_min_s=0.0, settle_max_s=4.0, warm_round_s=2.0, limit_s=1.0, hop_calls=5, metrics_wait_s=1.0,
              overload_rounds=0, pair_rounds=0, cpu_point_s=3.0, profile_s=2.0, flood_s=0.0,
-             served_quality_point_s=0.0)
+             served_quality_point_s=0.0, image_text=False)
 FULL = Plan()
 
 
@@ -111,6 +112,7 @@ class Column:
     flood: tenant_flood.FloodResult | None = None  # the graph's only (bench/tenant_flood.py)
     cascade: dict[str, cascade.CascadeObservation] = field(default_factory=dict)  # text workload -> routes, batches
     served_quality: served_quality.ServedQuality | None = None  # the graph's only, when it serves the cascade
+    image_text: image_text.ImageTextResult | None = None  # text in images, graph and plain app (the graph's column)
 
 
 def serve_config() -> dict:
@@ -186,6 +188,7 @@ class Target:
 
     base_url: str
     keys: dict[str, list[dict[str, str]]]
+    admin_url: str = ""  # its admin listener, where more keys are made (bench/image_text.py's profile)
 
 
 def side_by_side(targets: dict[str, Target], workloads: dict[str, Workload], plan: Plan,
@@ -311,7 +314,8 @@ def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tu
               quality: bool | None = None) -> tuple[Column, dict[str, list[Point]], dict[str, float]]:
     """measure_graph's measurements, on the running `graph` (runtime.local_graph.LocalGraph)."""
     column, hops = Column(), {}
-    target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}))
+    target = Target(graph.base_url, service.bench_keys(graph.admin_url, {w.profile for w in workloads.values()}),
+                    graph.admin_url)
     metrics_url = service.metrics_url()
     # The text cascade's routes, where the graph serves it (without_cascade's does not: nothing to wait for).
     watch = cascade.RouteWatch(metrics_url) if cascade.serves_cascade(graph.config) else None
@@ -339,6 +343,8 @@ def _measured(graph, plan: Plan, workloads: dict[str, Workload], concurrency: tu
     column.sockets = service.listening_sockets(set(descendants()) - plain_pids)
     if plan.served_quality_point_s and (quality if quality is not None else with_hops and watch is not None):
         column.served_quality = _served_quality(target, plan)
+    if with_hops and plan.image_text:
+        column.image_text = _image_text(target, plain, plain_pids)
     if with_hops and plan.flood_s:
         print(f"  one tenant floods the store for {plan.flood_s:.0f} s while another sends texts ...", flush=True)
         column.flood = tenant_flood.measure(
@@ -366,6 +372,16 @@ def _served_quality(target: Target, plan: Plan) -> served_quality.ServedQuality 
           f"{len(served_quality.CLIENTS)} client counts ...", flush=True)
     return served_quality.measure(target.base_url, target.keys["default"], mixes,
                                   max_s=plan.served_quality_point_s, log=lambda line: print(line, flush=True))
+
+
+def _image_text(graph: Target, plain: Target, plain_pids: set[int]) -> image_text.ImageTextResult:
+    """Text in images: what reading costs (graph and plain app) and what it catches on real comments (graph)."""
+    print("  text in images: cost beside the plain app, then quality on real comments ...", flush=True)
+    profiles = {service.IMAGE_TEXT_PROFILE, "default"}
+    pids = {"graph": lambda: set(descendants()) - plain_pids, "plain": lambda: set(plain_pids)}
+    targets = {name: (target.base_url, service.bench_keys(target.admin_url, profiles), pids[name])
+               for name, target in (("graph", graph), ("plain", plain))}
+    return image_text.measure(targets, log=lambda line: print(line, flush=True))
 
 
 def graph_cpu(graph: Target, workload: Workload, plan: Plan,
@@ -480,7 +496,8 @@ def main(argv: list[str] | None = None) -> None:
     ):
         print("plain app (one uvicorn worker, models in-process): up; the graph next, then both side by side ...",
               flush=True)
-        plain = Target(app.base_url, service.bench_keys(app.admin_url, {w.profile for w in workloads.values()}))
+        plain = Target(app.base_url, service.bench_keys(app.admin_url, {w.profile for w in workloads.values()}),
+                       app.admin_url)
         workloads = accepted(plain, workloads, results.skipped)
         for index in range(len(workloads)):  # a round per workload: first-call allocations, caches
             warm_rounds(plain, workloads, replace(plan, warm_round_s=min(plan.warm_round_s, 2.0)))(index)

@@ -64,6 +64,14 @@ class ImageModel(ModelShell):
         except ImageRefused as refusal:
             return RefusedImage(refusal)
 
+    async def model_versions(self) -> dict[str, str]:
+        """Its own models' versions and its text reader's: a reader that is down fails the images read for text, so
+        the health check must see it."""
+        own = super().model_versions()
+        if self._text_reader is None:
+            return own
+        return {**own, **await self._text_reader.model_versions.remote()}
+
     async def _read(self, frames: list[Image.Image]) -> ReadText:
         return await self._text_reader.read.remote(frames)
 

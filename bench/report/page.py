@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import cascade, image_time, served_quality
+from bench import cascade, image_text, image_time, served_quality
 from bench.adaptation import section as adaptation_section
 from bench.cpu import section as cpu_section
 from bench.hash_bank import section as hash_bank_section
@@ -32,6 +32,7 @@ def document(results: Results) -> str:
         *cascade.section(results, LABELS),
         *served_quality.section(getattr(results.columns["graph"], "served_quality", None),
                                 alone=getattr(results.columns.get(cascade.LEVER), "served_quality", None)),
+        *image_text.section(getattr(results.columns["graph"], "image_text", None)),
         *before_after.section(results),
         *time_breakdown.section(results),
         *cpu_section(_with_baseline_cpu(results, "cpu"), getattr(results, "profile", None), results.cores, baseline),
