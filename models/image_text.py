@@ -1,15 +1,15 @@
 """Read the words written on an image: detection first, recognition only on the boxes found, within bounds.
 
-The engine is RapidOCR's packaging of PaddleOCR's PP-OCRv4 mobile models (`rapidocr-onnxruntime`, Apache-2.0): a
-text detector (DB, 4.7 MB ONNX) and a recogniser of Chinese and Latin script (CRNN/SVTR with CTC, 10.9 MB), both
-inside the wheel; no download at run time. Why it and not tesseract, and the figures: docs/image-models.md, "Text
-in images". Only its detector, recogniser and box helpers are used; the pipeline around them is here, so that every
+The engine is RapidOCR 3.10's packaging of PaddleOCR's PP-OCRv6 small models (`rapidocr`, Apache-2.0): a text
+detector (DB, 9.9 MB ONNX) and a recogniser of Chinese and Latin script (21 MB), both inside the wheel; no download
+at run time. Why it and not PP-OCRv4 or tesseract, and the figures: docs/image-models.md, "Text in images". Only its
+detection-and-crop and its recognition are used (`RapidOcrEngine`); the pipeline around them is here, so that every
 step is bounded:
 
 - The detector sees the first frame at most ``TEXT_FRAME_SIDE_PX`` a side (decoded once with the other frames:
   models/image_decoding.py ``text_side``) and the later frames of an animation as already decoded (512 px), at most
   ``MAX_TEXT_FRAMES`` frames in all. Its cost is fixed by the frame's size, text or not.
-- Of the boxes found, the ``MAX_TEXT_BOXES`` tallest are recognised (large type is what a reader sees first), in
+- Of the lines found, the ``MAX_TEXT_BOXES`` tallest are recognised (large type is what a reader sees first), in
   reading order. The recogniser's cost grows with a line's length in heights (it reads a line scaled to 48 px
   high), so a line is cut at ``MAX_LINE_HEIGHTS`` heights long, and a run holds at most ``RECOGNITION_BATCH`` lines
   and ``RUN_HEIGHTS`` heights: a poster of 12 px print, 80 heights a line, cost 2 s a run of six. Recognition stops
@@ -21,7 +21,7 @@ step is bounded:
   ``MAX_READ_CHARS``.
 A bound that left something unread or cut marks the answer ``partial``; it is never an error.
 
-No direction classifier: it costs a third run per box and turns only upside-down text; such text is read badly.
+No direction classifier: it costs a third model per line and turns only upside-down text; such text is read badly.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ MAX_TEXT_BOXES = 32
 RECOGNITION_BATCH = 6
 MAX_LINE_HEIGHTS = 48
 RUN_HEIGHTS = 96
-READ_BUDGET_S = 1.0
+READ_BUDGET_S = 1.5
 MIN_LINE_CONFIDENCE = 0.5
 MAX_READ_CHARS = 1_000
 
@@ -55,28 +55,50 @@ class ReadText:
     version: str
 
 
+class RapidOcrEngine:
+    """RapidOCR's two steps the reader uses: the lines found on a frame, cropped (in reading order), and the text of
+    some lines with its confidence."""
+
+    def __init__(self, frame_side: int = TEXT_FRAME_SIDE_PX) -> None:
+        from rapidocr import RapidOCR
+        from rapidocr.main import RapidOCRError
+
+        # Det "max": the detector shrinks a frame to `frame_side`, never grows it (the package's default grows the
+        # short side to 736: a blank 1080x1920 frame cost 2.5 s of detection, a 400x50 line 3-4 s).
+        self._engine = RapidOCR(params={
+            "Global.use_cls": False, "Global.log_level": "warning",
+            "Det.limit_type": "max", "Det.limit_side_len": frame_side,
+            "EngineConfig.onnxruntime.intra_op_num_threads": 1, "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        })  # fmt: skip
+        self._nothing_found = RapidOCRError
+
+    def lines(self, bgr: np.ndarray) -> list[np.ndarray]:
+        try:
+            crops, _ = self._engine.detect_and_crop(bgr, {})
+        except self._nothing_found:  # its answer for a frame without text
+            return []
+        return list(crops)
+
+    def recognise(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
+        answer = self._engine.recognize_txt(crops)
+        return list(zip(answer.txts or (), answer.scores))
+
+
 class ImageTextReader:
     """``read(frames)`` -> ReadText. One compute thread (a replica owns a core); not thread-safe: one read at a time."""
 
     def __init__(self, engine, version: str, *, budget_s: float = READ_BUDGET_S,
                  clock=time.thread_time) -> None:  # fmt: skip
-        """`engine`: a ``rapidocr_onnxruntime.RapidOCR`` (its ``text_det``, ``text_rec``, ``sorted_boxes`` and
-        ``get_crop_img_list`` are used), or anything with the same four."""
+        """`engine`: a ``RapidOcrEngine``, or anything with its ``lines`` and ``recognise``."""
         self._engine, self.version, self._budget_s, self._clock = engine, version, budget_s, clock
 
     @classmethod
-    def load(cls, weights: str | None = None, *, version: str = "ppocrv4-rapidocr-1.4.4",
+    def load(cls, weights: str | None = None, *, version: str = "ppocrv6-small-rapidocr-3.10.0",
              frame_side: int = TEXT_FRAME_SIDE_PX) -> ImageTextReader:  # fmt: skip
         """The models inside the installed wheel (``weights`` must be None: there is no other source)."""
         if weights is not None:
-            raise ValueError("the text reader's models come from the rapidocr-onnxruntime wheel; weights must be null")
-        from rapidocr_onnxruntime import RapidOCR
-
-        # "max": the detector shrinks a frame to `frame_side`, never grows it (the package's default grows the short
-        # side to 736, which made a 512x384 frame cost 0.5 s instead of 0.1 s).
-        engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, det_limit_type="max",
-                          det_limit_side_len=frame_side, use_cls=False)  # fmt: skip
-        reader = cls(engine, version)
+            raise ValueError("the text reader's models come from the rapidocr wheel; weights must be null")
+        reader = cls(RapidOcrEngine(frame_side), version)
         # A first run costs several times a later one (onnxruntime's allocations): spent here, not on a client's image.
         reader.read([_warm_up_frame()])
         return reader
@@ -104,20 +126,15 @@ class ImageTextReader:
     def _read_frame(self, rgb: np.ndarray, started: float) -> tuple[list[str], bool]:
         """The frame's lines in reading order, and whether a bound left some unread."""
         # The engine's models were trained on BGR input (OpenCV's order).
-        bgr = np.ascontiguousarray(rgb[:, :, ::-1])
-        boxes, _ = self._engine.text_det(bgr)
-        if boxes is None or len(boxes) == 0:
-            return [], False
-        kept = tallest_boxes(boxes, MAX_TEXT_BOXES)
-        cut = len(kept) < len(boxes)
-        boxes = self._engine.sorted_boxes(np.asarray(kept))
-        crops = [_within_heights(crop, MAX_LINE_HEIGHTS) for crop in self._engine.get_crop_img_list(bgr, boxes)]
-        cut = cut or any(shortened for _, shortened in crops)
+        found = self._engine.lines(np.ascontiguousarray(rgb[:, :, ::-1]))
+        kept = tallest_lines(found, MAX_TEXT_BOXES)
+        crops = [_within_heights(crop, MAX_LINE_HEIGHTS) for crop in kept]
+        cut = len(kept) < len(found) or any(shortened for _, shortened in crops)
         lines = []
         for run in recognition_runs([crop for crop, _ in crops], RECOGNITION_BATCH, RUN_HEIGHTS):
             if self._clock() - started > self._budget_s:
                 return lines, True
-            recognised, _ = self._engine.text_rec(run)
+            recognised = self._engine.recognise(run)
             lines.extend(text.strip() for text, confidence in recognised
                          if confidence >= MIN_LINE_CONFIDENCE and text.strip())  # fmt: skip
         return lines, cut
@@ -131,11 +148,10 @@ def _warm_up_frame() -> Image.Image:
     return frame
 
 
-def tallest_boxes(boxes: np.ndarray, keep: int) -> list[np.ndarray]:
-    """The `keep` boxes (4 corner points each) of the largest text height, in their given order."""
-    heights = [float(np.linalg.norm(box[0] - box[3])) for box in boxes]
-    chosen = sorted(range(len(boxes)), key=lambda index: -heights[index])[:keep]
-    return [boxes[index] for index in sorted(chosen)]
+def tallest_lines(crops: list[np.ndarray], keep: int) -> list[np.ndarray]:
+    """The `keep` line crops of the largest height (the text's size), in their given order."""
+    chosen = sorted(range(len(crops)), key=lambda index: -crops[index].shape[0])[:keep]
+    return [crops[index] for index in sorted(chosen)]
 
 
 def heights_long(crop: np.ndarray) -> float:

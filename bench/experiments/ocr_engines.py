@@ -26,9 +26,10 @@ Run (each engine lives in its own venv, so one process per engine; one compute t
     /tmp/ocrvenv/bin/python  -m bench.experiments.ocr_engines run rapidocr14   # rapidocr-onnxruntime 1.4.4, PP-OCRv4
     /tmp/ocrvenv3/bin/python -m bench.experiments.ocr_engines run rapidocr310  # rapidocr 3.10, PP-OCRv6 small
     /tmp/ocrvenv/bin/python  -m bench.experiments.ocr_engines run tesseract    # Debian tesseract 5.3 CLI
-    /tmp/ocrvenv/bin/python  -m bench.experiments.ocr_engines report           # tables -> OCR_EVAL_OUT/results.md
+    /tmp/ocrvenv/bin/python  -m bench.experiments.ocr_engines report           # tables -> OCR_EVAL_OUT/results_tables.md
 Settings (env): OCR_EVAL_OUT (default /tmp/ocr_eval), OCR_EVAL_PER_CELL (rendered images per script and kind,
-default 5, at most 20), OCR_EVAL_SIZES (e.g. "native,1280,960,512"), MODERATION_TEXT_DATA_DIR.
+default 5, at most 20), OCR_EVAL_SIZES (default "native,1280,960,512"; tesseract keeps only native and 960),
+OCR_DET_LIMIT (rapidocr detector resize, e.g. "max:960"; default = package "min:736"), MODERATION_TEXT_DATA_DIR.
 Needs fonts: DejaVu (Latin, Cyrillic), WenQuanYi Micro Hei (CJK), Noto Sans Arabic (apt fonts-noto-core), and
 Pillow with raqm for Arabic shaping. Top-level imports are stdlib, numpy and PIL only; engines load lazily.
 """

@@ -14,44 +14,39 @@ from models import image_text
 from models.decode_pool import ImageDecoder
 from models.image_decoding import decode_image
 from models.image_scoring import ImageScores
-from models.image_text import ImageTextReader, recognition_runs, tallest_boxes
+from models.image_text import ImageTextReader, recognition_runs, tallest_lines
 from models.image_upload import ImageUpload, NoTextReader, decode_and_score, text_frames
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 
 
-def box(top: float, height: float, width: float = 100.0) -> np.ndarray:
-    return np.array([[0, top], [width, top], [width, top + height], [0, top + height]], dtype=np.float32)
+def line(height: int, width: int = 100) -> np.ndarray:
+    """A line crop `height` px high and `width` px long."""
+    return np.zeros((height, width, 3), np.uint8)
 
 
 class Engine:
-    """Finds the boxes it is given on every frame and reads each as `line<n>` at `confidence`; each recognition run
+    """Finds the lines it is given on every frame and reads each as `line<n>` at `confidence`; each recognition run
     advances the clock by `run_s`."""
 
-    def __init__(self, boxes: list[np.ndarray], confidence: float = 0.9, run_s: float = 0.0):
-        self.boxes, self.confidence, self.run_s = boxes, confidence, run_s
+    def __init__(self, lines: list[np.ndarray], confidence: float = 0.9, run_s: float = 0.0):
+        self.found, self.confidence, self.run_s = lines, confidence, run_s
         self.now, self.runs, self.read = 0.0, [], 0
 
     def clock(self) -> float:
         return self.now
 
-    def text_det(self, frame):
-        return (np.array(self.boxes) if self.boxes else None), 0.0
+    def lines(self, bgr):
+        return list(self.found)
 
-    def sorted_boxes(self, boxes):
-        return sorted(boxes, key=lambda b: float(b[0][1]))
-
-    def get_crop_img_list(self, frame, boxes):
-        return [np.zeros((int(b[2][1] - b[0][1]), int(b[1][0] - b[0][0]), 3), np.uint8) for b in boxes]
-
-    def text_rec(self, crops):
+    def recognise(self, crops):
         self.runs.append(len(crops))
         self.now += self.run_s
-        lines = []
+        answers = []
         for _ in crops:
             self.read += 1
-            lines.append((f"line{self.read}", self.confidence))
-        return lines, 0.0
+            answers.append((f"line{self.read}", self.confidence))
+        return answers
 
 
 def reader(engine: Engine, budget_s: float = 1.0) -> ImageTextReader:
@@ -66,26 +61,26 @@ def test_a_frame_without_text_reads_nothing_and_is_complete():
     assert (read.text, read.lines, read.partial) == ("", 0, False)
 
 
-def test_the_lines_read_come_in_reading_order_joined_by_newlines():
-    read = reader(Engine([box(50, 20), box(10, 20)])).read([FRAME])
+def test_the_lines_read_come_in_the_engines_reading_order_joined_by_newlines():
+    read = reader(Engine([line(20), line(20)])).read([FRAME])
     assert (read.text, read.lines, read.partial, read.version) == ("line1\nline2", 2, False, "ocr-test")
 
 
 def test_only_the_tallest_boxes_are_read_and_the_answer_says_partial(monkeypatch):
     monkeypatch.setattr(image_text, "MAX_TEXT_BOXES", 2)
-    engine = Engine([box(0, 10), box(20, 40), box(70, 5), box(80, 30)])
+    engine = Engine([line(10), line(40), line(5), line(30)])
     read = reader(engine).read([FRAME])
     assert read.lines == 2 and read.partial
-    kept = tallest_boxes(np.array([box(0, 10), box(20, 40), box(70, 5), box(80, 30)]), 2)
-    assert [float(b[0][1]) for b in kept] == [20.0, 80.0]  # the two tallest, in their order
+    kept = tallest_lines([line(10), line(40), line(5), line(30)], 2)
+    assert [crop.shape[0] for crop in kept] == [40, 30]  # the two tallest, in their order
 
 
 def test_recognition_stops_when_the_time_budget_is_spent_and_says_partial():
-    engine = Engine([box(i * 30, 20) for i in range(12)], run_s=0.6)
+    engine = Engine([line(20) for _ in range(12)], run_s=0.6)
     read = reader(engine, budget_s=1.0).read([FRAME])
     # Runs of six lines: the first ends at 0.6 s, the second at 1.2 s; the budget is checked before each run.
     assert engine.runs == [6, 6] and read.lines == 12
-    engine = Engine([box(i * 30, 20) for i in range(18)], run_s=0.6)
+    engine = Engine([line(20) for _ in range(18)], run_s=0.6)
     read = reader(engine, budget_s=1.0).read([FRAME])
     assert engine.runs == [6, 6] and read.lines == 12 and read.partial
 
@@ -98,25 +93,25 @@ def test_a_run_is_bounded_by_its_lines_length_in_heights():
 
 
 def test_a_line_longer_than_the_bound_is_cut_and_says_partial():
-    engine = Engine([box(0, 10, width=10 * (image_text.MAX_LINE_HEIGHTS + 20))])
+    engine = Engine([line(10, width=10 * (image_text.MAX_LINE_HEIGHTS + 20))])
     read = reader(engine).read([FRAME])
     assert read.lines == 1 and read.partial
 
 
 def test_lines_read_with_low_confidence_are_dropped():
-    assert reader(Engine([box(0, 20)], confidence=0.3)).read([FRAME]).lines == 0
+    assert reader(Engine([line(20)], confidence=0.3)).read([FRAME]).lines == 0
 
 
 def test_a_caption_repeated_on_every_frame_is_read_once():
-    engine = Engine([box(0, 20)])
-    engine.text_rec = lambda crops: ([("Same Caption", 0.9)] * len(crops), 0.0)
+    engine = Engine([line(20)])
+    engine.recognise = lambda crops: [("Same Caption", 0.9)] * len(crops)
     read = reader(engine).read([FRAME, FRAME, FRAME])
     assert read.text == "Same Caption" and read.lines == 1
 
 
 def test_the_text_read_is_cut_at_its_character_bound_and_says_partial(monkeypatch):
     monkeypatch.setattr(image_text, "MAX_READ_CHARS", 8)
-    read = reader(Engine([box(0, 20), box(30, 20)])).read([FRAME])
+    read = reader(Engine([line(20), line(20)])).read([FRAME])
     assert read.text == "line1\nli" and read.partial
 
 

@@ -114,7 +114,7 @@ def test_an_insult_written_on_a_photo_is_read_and_flagged_as_text_toxic(real_api
     body = real_api.moderate(reading_key, captioned_photo(["YOU ARE A", "PATHETIC IDIOT"])).json()
     assert "IDIOT" in body["text_read"]["text"].upper() and body["text_read"]["partial"] is False, body
     assert body["decision"] in ("review", "block") and body["categories"]["text_toxic"] >= 0.5172, body
-    assert "text_toxic=ppocrv4-rapidocr-1.4.4+" in body["model_version"]
+    assert "text_toxic=ppocrv6-small-rapidocr-3.10.0+" in body["model_version"]
 
 
 def test_a_benign_caption_is_read_and_allowed(real_api, reading_key):
