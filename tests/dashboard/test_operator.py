@@ -136,3 +136,20 @@ def test_a_new_profile_starts_as_a_copy_and_a_taken_or_bad_name_is_refused(api, 
         == 409
     for name, base in (("../x", "default"), ("site-c", "missing")):
         assert post_form(olga, "/dashboard/profiles", "/dashboard/profiles", name=name, base=base).status_code == 400
+
+
+def test_the_profile_form_sets_whether_an_image_answer_says_its_text_and_an_older_form_keeps_it(api, olga):
+    def answered() -> bool:
+        return api.client.get("/admin/v1/profiles/default", headers=ADMIN).json()["answer_image_text"]
+
+    on = _profile_form(**{"answer_image_text.shown": "1", "answer_image_text": "on", "text_toxic.enabled": "on",
+                          "text_toxic.review": "0.5", "text_toxic.block": "0.8"})  # fmt: skip
+    assert post_form(olga, "/dashboard/profiles/default", "/dashboard/profiles/default", **on).status_code == 303
+    assert answered() is True
+    # A form of before the checkbox (no marker) leaves it as it was; the form with the marker unticked turns it off.
+    assert post_form(olga, "/dashboard/profiles/default", "/dashboard/profiles/default",
+                     **_profile_form()).status_code == 303 and answered() is True  # fmt: skip
+    off = _profile_form(**{"answer_image_text.shown": "1"})
+    assert post_form(olga, "/dashboard/profiles/default", "/dashboard/profiles/default", **off).status_code == 303
+    assert answered() is False
+    assert 'name="answer_image_text"' in olga.get("/dashboard/profiles/default").text

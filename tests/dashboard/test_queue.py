@@ -191,3 +191,13 @@ def test_the_reject_reason_starts_on_the_one_of_the_items_top_category(mia, queu
     page = mia.get(f"/dashboard/items/{queued[0]}").text
     assert re.search(r'<option value="harassment" selected>', page)  # toxic
     assert re.search(r'<option value="not_a_violation" selected>', page)
+
+
+def test_an_image_item_shows_the_text_read_on_it_beside_its_preview(api, backends, mia):
+    categories = {"nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8},
+                  "text_toxic": {"review": 0.5, "block": 0.9}}  # fmt: skip
+    api.put_profile("reading", mode="enforce", categories=categories)
+    backends.image_text, backends.toxic = "nobody wants you here", REVIEW_TOXIC
+    body = api.moderate(api.new_key(profile="reading"), image_url="https://images.example/2.jpg").json()
+    page = mia.get(f"/dashboard/items/{body['review_id']}").text
+    assert 'id="image-text"' in page and "nobody wants you here" in page and 'class="preview blurred"' in page

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from support.api import assert_error, photo_bytes
+from support.api import TEST_THRESHOLDS, assert_error, photo_bytes
 from PIL import Image
 
 
@@ -126,3 +126,37 @@ def test_image_is_decoded_from_its_bytes_not_its_name(api, key):
     Image.new("RGB", (30, 30), "red").save(buffer, format="PNG")
     files = {"image": ("photo.jpg", buffer.getvalue(), "image/jpeg")}
     assert api.client.post("/v1/moderate", headers=key, files=files).status_code == 200
+
+
+def reading_profile(api, name: str = "reading", **fields) -> dict:
+    """A key whose profile enables `text_toxic` (at 0.6 / 0.9), with `fields` of the profile."""
+    categories = {**TEST_THRESHOLDS, "text_toxic": {"review": 0.6, "block": 0.9}}
+    api.put_profile(name, mode="enforce", categories=categories, **fields)
+    return api.new_key(profile=name)
+
+
+def test_the_words_on_an_image_decide_as_text_toxic_and_the_text_is_answered_only_where_asked(api, backends):
+    backends.image_text, backends.toxic = "you are a disgrace", 0.95
+    shown = api.moderate(reading_profile(api, "shown", answer_image_text=True)).json()
+    assert shown["categories"]["text_toxic"] == 0.95 and shown["blocked_by"] == ["text_toxic"]
+    assert shown["decision"] == "block" and shown["text_read"] == {"lines": 1, "partial": False,
+                                                                   "text": "you are a disgrace"}
+    assert shown["model_version"] == "nsfw=stub-1;text_toxic=reader=stub-1+stub-text-1"
+    assert backends.text_calls[-1] == "you are a disgrace"
+    hidden = api.moderate(reading_profile(api, "hidden")).json()
+    assert hidden["text_read"] == {"lines": 1, "partial": False} and hidden["decision"] == "block"
+
+
+def test_a_partial_read_is_said_and_nothing_read_scores_zero_without_a_text_call(api, backends):
+    key = reading_profile(api)
+    backends.image_text, backends.image_text_partial = "", True
+    calls = len(backends.text_calls)
+    body = api.moderate(key).json()
+    assert body["text_read"] == {"lines": 0, "partial": True} and body["categories"]["text_toxic"] == 0.0
+    assert len(backends.text_calls) == calls and body["decision"] == "allow"
+
+
+def test_an_image_answer_has_no_text_read_where_the_profile_leaves_text_toxic_off(api, key, backends):
+    backends.image_text = "you are a disgrace"
+    body = api.moderate(key).json()
+    assert "text_read" not in body and "text_toxic" not in body["categories"]

@@ -23,6 +23,7 @@ from models.text_scoring import TextRequest, TextScores
 from runtime.bootstrap import load_plans, load_profiles
 from runtime.settings import PROJECT_ROOT
 from admin.app import create_admin_app
+from models.image_text import ReadText
 from serve_app.app import create_app
 from serve_app.services import Services
 
@@ -51,11 +52,18 @@ class StubBackends:
     text_requests: list[TextRequest] = field(default_factory=list)
     text_batches: list[int] = field(default_factory=list)  # texts per score_texts call
     decide_calls: int = 0
+    # What the text reader reads on an image whose profile enables `text_toxic` (its lines joined by newlines).
+    image_text: str = ""
+    image_text_partial: bool = False
     # The real bounded decoder, as the model side runs it: the decoding rules are tested through this stub too.
     decoder: ImageDecoder = field(default_factory=ImageDecoder)
 
     async def score_upload(self, upload: ImageUpload) -> ScoredImage:
-        return await decode_and_score(upload, self.decoder, lambda request: request, self.score_image)
+        return await decode_and_score(upload, self.decoder, lambda request: request, self.score_image, self.read)
+
+    async def read(self, frames) -> ReadText:
+        lines = self.image_text.count("\n") + 1 if self.image_text else 0
+        return ReadText(self.image_text, lines, self.image_text_partial, "reader=stub-1")
 
     async def score_image(self, request: ImageRequest) -> ImageScores:
         self.image_calls.append(request)
