@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-# The image category the text read scores as (policy/types.py names it too): the text model's toxic score of it.
+# The image category the text read scores as (policy/types.py names it too): its strictest text category.
 TEXT_TOXIC = "text_toxic"
 TEXT_FRAME_SIDE_PX = 960
 MAX_TEXT_FRAMES = 3

@@ -67,16 +67,18 @@ class ScoredImage:
     height: int
     pdq: PdqHash | None = None  # of the first decoded frame: what the hash bank matches (store/hash_bank/bank.py)
     read: ReadText | None = None  # when the upload asked for its text read
-    # The text model's scores of what was read (moderation/flow.py adds them; None until then, or nothing was read:
-    # then `text_toxic` is 0), and that model's version.
+    # What moderation/flow.py adds when something was read: the text model's scores of it (OpenAI's mapping reads
+    # them), that model's version, and `text_toxic`, the text's strictest category on text_toxic's thresholds
+    # (policy/decisions.py `strictest_text_score`). None: nothing read, and `text_toxic` is 0.
     read_scores: dict[str, float] | None = None
     read_scored_by: str | None = None
+    read_score: float | None = None
 
     @property
     def categories(self) -> dict[str, float]:
         if self.read is None:
             return self.scores.categories
-        return {**self.scores.categories, TEXT_TOXIC: (self.read_scores or {}).get("toxic", 0.0)}
+        return {**self.scores.categories, TEXT_TOXIC: self.read_score or 0.0}
 
     @property
     def safe(self) -> float:

@@ -31,12 +31,12 @@ from moderation.items import Item, deciding_limits, read_text_request
 from moderation.label_evidence import evidence_fields, label_evidence
 from moderation.limits import is_short_text_work
 from moderation.text_correction import AccountCorrections, corrected
-from policy.decisions import HASH_MATCH, Decision
+from policy.decisions import HASH_MATCH, Decision, strictest_text_score
 from moderation.hash_matching import BankMatch, BankMatcher, bankable_hash, hash_checked
 from store.keys.quota import QuotaStore, Taken, WorkSlot
 from store.labels.labels import LabelStore
 from store.review.queue import DailyAuditsSpent, ReviewQueue, ReviewQueueFull
-from policy.types import ApiKey, Plan, Profile, ReviewReason
+from policy.types import IMAGE_TEXT_CATEGORY, ApiKey, Plan, Profile, ReviewReason
 
 log = logging.getLogger("moderation.flow")
 T = TypeVar("T")
@@ -157,15 +157,17 @@ class ModerationFlow:
 
     async def _image_scored(self, caller: Caller, upload: ImageUpload, threshold: float | None) -> ScoredImage:
         """An image scored and, when its profile enables `text_toxic`, the words read on it scored by the text
-        model as a comment would be (its cascade routed by `text_toxic`'s thresholds), after the image's own call and
-        within the same time limit. Nothing read: `text_toxic` is 0 and no text call is made."""
+        model as a comment would be, after the image's own call and within the same time limit; `text_toxic` is the
+        text's strictest category on text_toxic's own thresholds, so it recommends what the comment's decision would.
+        Nothing read: `text_toxic` is 0 and no text call is made."""
         scored = await self._gated("image", caller, lambda: self.backends.score_upload(upload))
         if scored.read is None or not scored.read.text:
             return scored
         request = read_text_request(caller.profile, scored.read.text, caller.account, threshold)
         kind = "text" if is_short_text_work([request.text]) else "long_text"
         text = await self._gated(kind, caller, lambda: self.backends.score_text(request))
-        return replace(scored, read_scores=text.categories, read_scored_by=text.model_version)
+        read_score = strictest_text_score(text.categories, caller.profile, IMAGE_TEXT_CATEGORY, threshold)
+        return replace(scored, read_scores=text.categories, read_scored_by=text.model_version, read_score=read_score)
 
     async def _gated(self, kind: str, caller: Caller, call: Callable[[], Awaitable[T]]) -> T:
         if self.gates is None:

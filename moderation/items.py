@@ -49,12 +49,10 @@ class Item:
 
 
 def read_text_request(profile: Profile, text: str, account: str, threshold: float | None = None) -> TextRequest:
-    """The words read on an image, as a text request: scored for the profile's text categories (the OpenAI answer
-    maps them), its cascade routed by `text_toxic`'s thresholds, which decide it as the image's category."""
-    own = profile.categories[IMAGE_TEXT_CATEGORY]
-    review, block = (own.review, own.block) if threshold is None else (threshold, threshold)
-    limits = (CategoryLimits("toxic", float(review), float(block)),)
-    return TextRequest(text=text, categories=scored_categories(profile, "text"), limits=limits, account=account)
+    """The words read on an image, as a text request: a comment's, scored for the profile's text categories and its
+    cascade routed by their thresholds (`text_toxic` is the strictest of them, moved onto its own thresholds)."""
+    return TextRequest(text=text, categories=scored_categories(profile, "text"),
+                       limits=deciding_limits(profile, threshold), account=account)  # fmt: skip
 
 
 def deciding_limits(profile: Profile, threshold: float | None = None) -> DecidingLimits:

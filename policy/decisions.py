@@ -9,6 +9,7 @@ the decision the client acts on.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from policy.types import PRIMARY_CATEGORIES, Action, ContentKind, Profile
@@ -87,6 +88,37 @@ def decide(
         profile=profile.name,
         verdicts=verdicts,
     )
+
+
+def on_scale_of(score: float, review: float, block: float, to_review: float, to_block: float) -> float:
+    """`score`, judged at (`review`, `block`), moved onto another category's (`to_review`, `to_block`): piecewise
+    linear through (0, 0), (review, to_review), (block, to_block), (1, 1), so that it reaches each of the other's
+    thresholds exactly when it reached its own (the action is the same on either scale)."""
+    if score >= block:
+        moved = to_block + (score - block) / (1.0 - block) * (1.0 - to_block) if block < 1.0 else to_block
+        return max(to_block, min(1.0, moved))
+    below_block = math.nextafter(to_block, 0.0)
+    if reaches_review(score, review):
+        moved = to_review + (score - review) / (block - review) * (to_block - to_review)
+        return min(below_block, max(to_review, moved))
+    return min(math.nextafter(to_review, 0.0), below_block, score / review * to_review)
+
+
+def strictest_text_score(scores: dict[str, float], profile: Profile, category: str,
+                         threshold: float | None = None) -> float:  # fmt: skip
+    """Text `scores` as one score of the profile's `category` (an image's `text_toxic`): each enabled text
+    category's score moved onto `category`'s thresholds (`on_scale_of`), the highest. It recommends what the text's
+    own decision under the profile recommends: the strictest text category decides either way. `threshold`: the
+    request's binary override, for both scales."""
+    own = profile.categories[category]
+    to_review, to_block = (own.review, own.block) if threshold is None else (threshold, threshold)
+    moved = [0.0]
+    for name in profile.enabled_categories("text"):
+        if name in scores:
+            limits = profile.categories[name]
+            review, block = (limits.review, limits.block) if threshold is None else (threshold, threshold)
+            moved.append(on_scale_of(scores[name], review, block, to_review, to_block))
+    return max(moved)
 
 
 def blocked_by_hash(decision: Decision) -> Decision:

@@ -17,7 +17,8 @@ ReviewStatus = Literal["pending", "approved", "rejected"]
 ReviewReason = Literal["model_flagged", "report_threshold", "audit"]
 ContentKind = Literal["image", "text"]
 
-# text_toxic: the words written on the image (read by models/image_text.py), scored by the text model's toxic score.
+# text_toxic: the words written on the image (read by models/image_text.py), scored by the text model as a comment:
+# its strictest enabled text category, moved onto text_toxic's own thresholds (policy/decisions.py).
 IMAGE_CATEGORIES = ("nsfw", "weapon", "violence", "text_toxic")
 # violent_speech is text that threatens, plans or incites violence against a person or a group; `violence` is the
 # image model's (a profile keys thresholds by category name, and the two models' scores are on different scales).

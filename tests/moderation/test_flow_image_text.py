@@ -78,15 +78,18 @@ def test_an_image_item_asks_for_its_text_only_where_the_profile_enables_text_tox
     assert "text_toxic" not in reading.categories and reading.categories == ("nsfw",)
 
 
-async def test_the_words_read_are_scored_as_a_text_at_text_toxics_thresholds_and_block_as_text_toxic(redis_client):
+async def test_the_words_read_are_scored_as_a_comment_and_decide_as_text_toxic_at_its_own_thresholds(redis_client):
     backends = Backends(read="you are an idiot", toxic=0.9)
     [outcome] = await flow_with(redis_client, backends).moderate_many(caller(READING), [image_item(
         caller(READING).plan, READING, b"x")])  # fmt: skip
     [request] = backends.text_requests
     assert request.text == "you are an idiot" and request.account == "acme"
     assert set(request.categories) == {"toxic", "insult"}
-    assert [(limit.category, limit.review, limit.block) for limit in request.limits] == [("toxic", 0.6, 0.85)]
-    assert outcome.scored.categories["text_toxic"] == 0.9
+    # Routed as a comment is: by the profile's text thresholds.
+    assert [(limit.category, limit.review, limit.block) for limit in request.limits] == [("toxic", 0.5, 0.8),
+                                                                                         ("insult", 0.3, 0.9)]
+    # toxic 0.9 is past its block (0.8) by half of what is left: on text_toxic's scale, 0.85 + 0.5 x 0.15.
+    assert outcome.scored.categories["text_toxic"] == pytest.approx(0.925)
     assert outcome.decision.decision == "block" and outcome.decision.blocked_by == ["text_toxic"]
     assert outcome.scored.model_version == "nsfw-1;text_toxic=ocr-1+text-1"
 
@@ -95,7 +98,7 @@ async def test_a_threshold_override_routes_and_decides_the_words_read_at_it(redi
     backends = Backends(read="hmm", toxic=0.5)
     [outcome] = await flow_with(redis_client, backends).moderate_many(
         caller(READING), [image_item(caller(READING).plan, READING, b"x")], threshold=0.4)
-    assert [(limit.review, limit.block) for limit in backends.text_requests[0].limits] == [(0.4, 0.4)]
+    assert [(limit.review, limit.block) for limit in backends.text_requests[0].limits] == [(0.4, 0.4), (0.4, 0.4)]
     assert outcome.decision.decision == "block"
 
 
@@ -123,7 +126,7 @@ async def test_a_queued_image_shows_the_moderator_the_words_read_as_its_profile_
     [outcome] = await flow.moderate_many(caller(profile), [image_item(caller(profile).plan, profile, b"x")])
     assert outcome.decision.decision == "review"
     item = await flow.reviews.get(outcome.review_id, account="acme")
-    assert item.kind == "image" and item.scores["text_toxic"] == 0.7
+    assert item.kind == "image" and 0.6 <= item.scores["text_toxic"] < 0.85
     assert item.text == ("go away loser" if keep else None)
 
 

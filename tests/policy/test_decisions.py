@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from policy.decisions import decide
+from policy.decisions import decide, on_scale_of, recommend, strictest_text_score
 from policy.types import CategoryThresholds, Profile
 
 
@@ -115,3 +115,33 @@ def test_review_threshold_above_block_threshold_is_refused():
 def test_nsfw_cannot_be_disabled():
     with pytest.raises(ValidationError):
         profile(nsfw={"enabled": False, "review": 0.4, "block": 0.8})
+
+
+SCALES = [(0.5172, 0.8424, 0.6, 0.9), (0.0192, 1.0, 0.5172, 0.8424), (0.2438, 0.8311, 0.2438, 0.8311),
+          (0.0, 0.7, 0.4, 0.8), (0.5, 0.5, 0.3, 0.9), (0.4, 0.4, 0.4, 0.4)]
+
+
+@pytest.mark.parametrize("review, block, to_review, to_block", SCALES)
+def test_a_score_moved_onto_another_categorys_thresholds_keeps_its_action(review, block, to_review, to_block):
+    scores = sorted({0.0, 1.0, review, block, *(i / 200 for i in range(201)),
+                     *(x + d for x in (review, block) for d in (-1e-9, 1e-9) if 0 <= x + d <= 1)})  # fmt: skip
+    moved = [on_scale_of(s, review, block, to_review, to_block) for s in scores]
+    for score, new in zip(scores, moved):
+        assert 0.0 <= new <= 1.0
+        assert recommend(new, to_review, to_block) == recommend(score, review, block), (score, new)
+    assert moved == sorted(moved)  # it never reorders two texts
+
+
+def test_an_images_text_scores_as_its_strictest_text_category_on_text_toxics_thresholds():
+    profile = Profile(mode="enforce", categories={
+        "nsfw": {"review": 0.4, "block": 0.8}, "toxic": {"review": 0.5, "block": 0.8},
+        "insult": {"review": 0.2, "block": 0.9}, "profanity": {"enabled": False, "review": 0.1, "block": 0.2},
+        "text_toxic": {"review": 0.6, "block": 0.85}})  # fmt: skip
+    # insult reviews (0.3 >= 0.2) though toxic allows: the comment would be reviewed, so text_toxic reviews.
+    score = strictest_text_score({"toxic": 0.1, "insult": 0.3, "profanity": 0.99}, profile, "text_toxic")
+    assert recommend(score, 0.6, 0.85) == "review"
+    # A disabled category (profanity) never counts; nothing reached: allow.
+    assert recommend(strictest_text_score({"toxic": 0.1, "insult": 0.1, "profanity": 0.99}, profile, "text_toxic"),
+                     0.6, 0.85) == "allow"  # fmt: skip
+    # A request's threshold judges both scales: toxic 0.45 at ?threshold=0.4 blocks.
+    assert strictest_text_score({"toxic": 0.45, "insult": 0.0}, profile, "text_toxic", threshold=0.4) >= 0.4
