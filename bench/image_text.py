@@ -37,7 +37,7 @@ FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 BOLD, REGULAR = FONT_DIR / "DejaVuSans-Bold.ttf", FONT_DIR / "DejaVuSans.ttf"
 # Languages whose script DejaVu draws (Latin, Cyrillic); Korean and Chinese need fonts this machine may not have.
 DRAWN_LANGUAGES = ("da", "de", "en", "es", "fr", "it", "pl", "pt", "ru", "tr")
-PER_LABEL = 6  # comments per language and label
+PER_LABEL = 10  # comments per language and label
 MAX_CHARS = 100  # a caption or a screenshot's post, not an essay
 SEED = 20261202
 QUALITY_CLIENTS = 4

@@ -160,7 +160,8 @@ class ModerationFlow:
         model as a comment would be, after the image's own call and within the same time limit; `text_toxic` is the
         text's strictest category on text_toxic's own thresholds, so it recommends what the comment's decision would.
         Nothing read: `text_toxic` is 0 and no text call is made."""
-        scored = await self._gated("image", caller, lambda: self.backends.score_upload(upload))
+        kind = "image_text" if upload.read_text else "image"
+        scored = await self._gated(kind, caller, lambda: self.backends.score_upload(upload))
         if scored.read is None or not scored.read.text:
             return scored
         request = read_text_request(caller.profile, scored.read.text, caller.account, threshold)

@@ -141,12 +141,16 @@ DEFAULT_GATES = {
     "text": GateRules(max_active=16),
     "long_text": GateRules(max_active=2),
     "image": GateRules(max_active=16),
+    # Images whose text is read (a profile with `text_toxic`): about a second of the ImageTextModel's CPU each, so a
+    # few at once keep its two replicas busy, and one account's flood of them waits behind its own turn.
+    "image_text": GateRules(max_active=4),
 }
 
 
 class ModelGates:
     """A gate per kind of model work the flow calls for: short text work, long text work (the TextModel runs the two
-    on lanes of their own, so neither waits behind the other here either) and images. The Policy is cheap and
+    on lanes of their own, so neither waits behind the other here either), images, and images whose text is read
+    (their reader is a deployment of its own, at about a second an image). The Policy is cheap and
     called once per request, after scoring: no gate."""
 
     def __init__(self, rules: dict[str, GateRules] = DEFAULT_GATES):

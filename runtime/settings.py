@@ -94,6 +94,7 @@ class Settings(BaseSettings):
     admit_text_calls: int = Field(default=DEFAULT_GATES["text"].max_active, ge=1)
     admit_long_text_calls: int = Field(default=DEFAULT_GATES["long_text"].max_active, ge=1)
     admit_image_calls: int = Field(default=DEFAULT_GATES["image"].max_active, ge=1)
+    admit_image_text_calls: int = Field(default=DEFAULT_GATES["image_text"].max_active, ge=1)
     admit_max_wait_s: float = Field(default=DEFAULT_GATES["text"].max_wait_s, gt=0)
 
     # The store (store/review/queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
@@ -170,7 +171,8 @@ class Settings(BaseSettings):
 
     def gate_rules(self) -> dict[str, GateRules]:
         """Each kind of model work's gate, as the ingress takes them."""
-        active = {"text": self.admit_text_calls, "long_text": self.admit_long_text_calls, "image": self.admit_image_calls}
+        active = {"text": self.admit_text_calls, "long_text": self.admit_long_text_calls, "image": self.admit_image_calls,
+                  "image_text": self.admit_image_text_calls}
         return {kind: GateRules(max_active=calls, max_wait_s=self.admit_max_wait_s) for kind, calls in active.items()}
 
     def audit_rules(self) -> AuditRules:

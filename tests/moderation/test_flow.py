@@ -332,7 +332,7 @@ class RecordedGates(ModelGates):
     """The real gates, with each call's (kind, account) recorded."""
 
     def __init__(self, rules: GateRules):
-        super().__init__({kind: rules for kind in ("text", "long_text", "image")})
+        super().__init__({kind: rules for kind in ("text", "long_text", "image", "image_text")})
         self.entered: list[tuple[str, str]] = []
 
     def passed(self, kind: str, account: str):

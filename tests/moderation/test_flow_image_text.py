@@ -139,3 +139,23 @@ def test_openai_counts_the_words_read_on_an_image_toward_harassment_as_an_image_
     assert result["category_applied_input_types"]["harassment"] == ["image"]
     unread = openai_result([Part(kind="image", scores={"nsfw": 0.01}, decision="allow")], READING)
     assert unread["category_scores"]["harassment"] == 0.0 and unread["category_applied_input_types"]["harassment"] == []
+
+
+async def test_an_image_whose_text_is_read_waits_at_a_gate_of_its_own_then_its_text_at_the_text_gate(redis_client):
+    from moderation.model_gates import GateRules, ModelGates
+
+    class Recorded(ModelGates):
+        def __init__(self):
+            super().__init__({kind: GateRules(max_active=2) for kind in ("text", "long_text", "image", "image_text")})
+            self.entered = []
+
+        def passed(self, kind, account):
+            self.entered.append(kind)
+            return super().passed(kind, account)
+
+    gates = Recorded()
+    flow = ModerationFlow(QuotaStore(redis_client), ReviewQueue(redis_client), Backends(read="hi there"),
+                          inference_timeout_s=1.0, gates=gates)  # fmt: skip
+    await flow.moderate_many(caller(READING), [image_item(caller(READING).plan, READING, b"x")])
+    await flow.moderate_many(caller(OFF), [image_item(caller(OFF).plan, OFF, b"x")])
+    assert gates.entered == ["image_text", "text", "image"]

@@ -147,12 +147,19 @@ async def test_a_failing_call_gives_its_place_back():
         assert gate.active == 1
 
 
-async def test_short_text_long_text_and_image_work_wait_at_gates_of_their_own():
-    gates = ModelGates({kind: GateRules(max_active=1) for kind in ("text", "long_text", "image")})
-    async with gates.passed("long_text", "a"), gates.passed("image", "a"):
+async def test_short_text_long_text_image_and_image_text_work_wait_at_gates_of_their_own():
+    gates = ModelGates({kind: GateRules(max_active=1) for kind in ("text", "long_text", "image", "image_text")})
+    async with gates.passed("long_text", "a"), gates.passed("image_text", "a"):
         async with asyncio.timeout(1):
-            async with gates.passed("text", "b"):  # not behind the long text or the image
-                assert [gate.active for gate in gates.gates.values()] == [1, 1, 1]
+            async with gates.passed("text", "b"), gates.passed("image", "b"):  # behind none of them
+                assert [gate.active for gate in gates.gates.values()] == [1, 1, 1, 1]
+
+
+def test_the_shipped_gates_include_one_for_images_whose_text_is_read():
+    from moderation.model_gates import DEFAULT_GATES
+    from runtime.settings import Settings
+
+    assert set(DEFAULT_GATES) == set(Settings().gate_rules()) == {"text", "long_text", "image", "image_text"}
 
 
 @pytest.mark.parametrize("rules", [dict(max_active=0), dict(max_active=1, max_waiting=-1), dict(max_active=1, max_wait_s=0)])
