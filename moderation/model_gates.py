@@ -139,7 +139,12 @@ class FairGate:
 # of CPU per text (7.1 at 16 clients), without it 10-15 ms; at 8, throughput was lower (docs/operating.md, Overload).
 DEFAULT_GATES = {
     "text": GateRules(max_active=16),
-    "long_text": GateRules(max_active=2),
+    # A call of long text work takes seconds by itself (the plan allows ten texts of 20,000 characters in one
+    # request: three accounts sending that allowance at once kept the two long lanes busy for about 30 s with one of
+    # two cores taken by another job), so at the short work's 10 s bound a call with two such calls ahead of it is
+    # refused while it would still be answered in time. 20 s leaves the call's own run inside
+    # MODERATION_INFERENCE_TIMEOUT_S (30 s), which counts its wait too.
+    "long_text": GateRules(max_active=2, max_wait_s=20.0),
     "image": GateRules(max_active=16),
     # Images whose text is read (a profile with `text_toxic`): about a second of the ImageTextModel's CPU each, so a
     # few at once keep its two replicas busy, and one account's flood of them waits behind its own turn.

@@ -96,6 +96,8 @@ class Settings(BaseSettings):
     admit_image_calls: int = Field(default=DEFAULT_GATES["image"].max_active, ge=1)
     admit_image_text_calls: int = Field(default=DEFAULT_GATES["image_text"].max_active, ge=1)
     admit_max_wait_s: float = Field(default=DEFAULT_GATES["text"].max_wait_s, gt=0)
+    # Long text work's own bound: its calls take seconds each (model_gates.py DEFAULT_GATES).
+    admit_long_text_max_wait_s: float = Field(default=DEFAULT_GATES["long_text"].max_wait_s, gt=0)
 
     # The store (store/review/queue.py ReviewRules; runtime/embedded_store.py). Memory limit of the
     # embedded valkey-server, in MiB; when it is full, writes answer 503 store_unavailable (nothing is evicted).
@@ -173,7 +175,9 @@ class Settings(BaseSettings):
         """Each kind of model work's gate, as the ingress takes them."""
         active = {"text": self.admit_text_calls, "long_text": self.admit_long_text_calls, "image": self.admit_image_calls,
                   "image_text": self.admit_image_text_calls}
-        return {kind: GateRules(max_active=calls, max_wait_s=self.admit_max_wait_s) for kind, calls in active.items()}
+        waits = {"long_text": self.admit_long_text_max_wait_s}
+        return {kind: GateRules(max_active=calls, max_wait_s=waits.get(kind, self.admit_max_wait_s))
+                for kind, calls in active.items()}
 
     def audit_rules(self) -> AuditRules:
         return AuditRules(

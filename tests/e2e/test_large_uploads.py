@@ -99,7 +99,10 @@ def test_phone_photos_from_many_tenants_at_once_leave_another_account_served(cli
 
 def test_long_texts_at_the_plans_limit_are_scored_while_another_account_is_served(client, new_key):
     # A single text at the default plan's 20,000 characters, and a batch of ten of them (the batch's whole allowance),
-    # from three accounts at once; a fourth account's short text is answered meanwhile.
+    # from three accounts at once; a fourth account's short text is answered meanwhile. That is about 30 s of the
+    # long lanes' work on two cores with one taken by another job, so on a busy machine (CI runs the unit tests beside these) a call can pass
+    # the inference deadline or its gate's wait bound: it is then a retryable 503 with Retry-After, never another
+    # status, and its retry is scored. At most two of the six may need one.
     from concurrent.futures import ThreadPoolExecutor
 
     from support.long_texts import long_text
@@ -118,6 +121,15 @@ def test_long_texts_at_the_plans_limit_are_scored_while_another_account_is_serve
         waited = time.monotonic() - started
         responses = [future.result() for future in answers]
     assert other.status_code == 200 and waited < 5, f"another account waited {waited:.1f} s"
-    assert [r.status_code for r in responses] == [200] * 6, [r.text[:200] for r in responses]
+    refused = [i for i, r in enumerate(responses) if r.status_code != 200]
+    for i in refused:
+        answer = responses[i]
+        assert answer.status_code == 503 and "Retry-After" in answer.headers, answer.text[:300]
+        assert answer.json()["error"]["code"] in ("overloaded", "inference_unavailable"), answer.text[:300]
+        time.sleep(int(answer.headers["Retry-After"]))
+        responses[i] = client.post("/v1/moderate-text", headers=senders[i % 3], json=bodies[i])
+    assert len(refused) <= 2, [responses[i].status_code for i in refused]
+    assert [r.status_code for r in responses] == [200] * 6, [(r.status_code, r.text[:300]) for r in responses
+                                                             if r.status_code != 200]
     assert [len(r.json()["results"]) for r in responses[1::2]] == [10] * 3
     assert all(r.json()["decision"] == "allow" for r in responses[0::2])  # benign prose, all of it scored

@@ -166,3 +166,34 @@ def test_the_shipped_gates_include_one_for_images_whose_text_is_read():
 def test_rules_that_would_let_nothing_through_are_refused(rules):
     with pytest.raises(ValueError):
         GateRules(**rules)
+
+
+def test_long_text_work_has_a_wait_bound_of_its_own_longer_than_short_work_and_set_apart(monkeypatch):
+    # Its calls take seconds each: at the short bound the plan's own allowance from three accounts was refused.
+    from runtime.settings import Settings
+
+    rules = Settings().gate_rules()
+    assert rules["long_text"].max_wait_s == 20.0 > rules["text"].max_wait_s == rules["image"].max_wait_s == 10.0
+    monkeypatch.setenv("MODERATION_ADMIT_LONG_TEXT_MAX_WAIT_S", "7.5")
+    monkeypatch.setenv("MODERATION_ADMIT_MAX_WAIT_S", "4")
+    rules = Settings().gate_rules()
+    assert (rules["long_text"].max_wait_s, rules["text"].max_wait_s, rules["image_text"].max_wait_s) == (7.5, 4.0, 4.0)
+
+
+async def test_a_call_let_through_by_the_long_bound_would_be_refused_by_the_short_one():
+    clock = Clock()
+    long_gate = FairGate(GateRules(max_active=2, max_wait_s=20.0), clock)
+    long_gate.mean_call_s = 6.0  # a batch of ten long texts on busy cores
+    short_gate = FairGate(GateRules(max_active=2, max_wait_s=10.0), clock)
+    short_gate.mean_call_s = 6.0
+    release = asyncio.Event()
+    tasks = [asyncio.create_task(hold(gate, f"long-{n}", release, [])) for gate in (long_gate, short_gate)
+             for n in range(4)]  # two run, two wait, one account each
+    await settle()
+    with pytest.raises(Overloaded):
+        await hold(short_gate, "third", release, [])
+    admitted = asyncio.create_task(hold(long_gate, "third", release, []))
+    await settle()
+    assert long_gate.waiting == 3
+    release.set()
+    await asyncio.gather(*tasks, admitted)
