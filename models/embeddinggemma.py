@@ -28,16 +28,22 @@ EMBEDDING_DIM = 768
 DIR_ENV = "MODERATION_GEMMA_DIR"  # where `make gemma` puts the weights and the exports
 
 
+def classifier_onnx_file(adapter_sha256: str) -> str:
+    """The int8 export of the fine-tuned second stage whose adapter has this SHA-256 (`make gemma` writes it)."""
+    return f"model-classifier-{adapter_sha256[:12]}-int8.onnx"
+
+
 def gemma_dir() -> Path:
     """`MODERATION_GEMMA_DIR`, by default `.data/embeddinggemma` in the repository (git-ignored)."""
     value = os.environ.get(DIR_ENV, "").strip()
     return Path(value) if value else Path(__file__).resolve().parent.parent / ".data" / "embeddinggemma"
 
 
-def available(directory: Path | None = None) -> bool:
-    """Whether `make gemma` has written its int8 export (the only file serving needs besides the tokenizer)."""
+def available(directory: Path | None = None, onnx_file: str = ONNX_INT8_FILE) -> bool:
+    """Whether `make gemma` has written this int8 export (by default the frozen model's; the served second stage
+    names its own in `gemma-blend.json`) and the tokenizer, the only files serving needs."""
     directory = directory or gemma_dir()
-    return (directory / ONNX_INT8_FILE).is_file() and (directory / "tokenizer.json").is_file()
+    return (directory / onnx_file).is_file() and (directory / "tokenizer.json").is_file()
 
 
 class GemmaEncoder:

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from models.decision_route import ROUTE_FILE, DecidingLimits, ScoreShift
+from models.embeddinggemma import ONNX_INT8_FILE
 from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
 from models.text_gemma_blend import (
@@ -300,7 +301,8 @@ class SecondStage:
 
     def __init__(self, encoder, blend: GemmaBlend, calibration: LanguageCalibration):
         self._encoder, self._blend, self._calibration = encoder, blend, calibration
-        self.model_version = f"embeddinggemma-int8-gb{blend.digest}"
+        encoder = "embeddinggemma-int8" if blend.encoder_onnx == ONNX_INT8_FILE else "gemma-classifier-int8"
+        self.model_version = f"{encoder}-gb{blend.digest}"
 
     @classmethod
     def load(cls, weights: str | None = None, *, threads: int = 1, gemma_dir: str | None = None) -> "SecondStage":
@@ -312,7 +314,7 @@ class SecondStage:
         usem3_version = json.loads(weights_path.with_name("calibration.json").read_text())["model_version"]
         calibration = LanguageCalibration.read(weights_path.with_name(BLEND_CALIBRATION_FILE),
                                                f"{usem3_version}-gb{blend.digest}")
-        return cls(GemmaEncoder(gemma_dir or default_gemma_dir()), blend, calibration)
+        return cls(GemmaEncoder(gemma_dir or default_gemma_dir(), onnx_file=blend.encoder_onnx), blend, calibration)
 
     def score(self, items: list[SecondStageItem]) -> list[SecondStageAnswer]:
         """One pass of the encoder over every window of `items` (it sorts them by length and pads each batch to its

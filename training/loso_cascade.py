@@ -316,6 +316,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--train-rows-per-dataset", type=int, default=loso_encoders.TRAIN_ROWS_PER_DATASET)
     parser.add_argument("--scored-rows-per-dataset", type=int, default=loso_encoders.SCORED_ROWS_PER_DATASET)
+    # Its recipe is the frozen encoder's (loso_encoders' heads), so since the fine-tuned second stage the served
+    # shares come from training/classifier_shares.py; this writes them only when asked (the frozen blend served).
+    parser.add_argument("--write-shares", action="store_true", help="write cascade-shares.json from this choice")
     args = parser.parse_args()
     started = time.time()
     model = TextToxicityModel.load(threads=args.workers)

@@ -154,10 +154,23 @@ def load_corpus_split(directory: Path, split: str) -> list[dict]:
     return rows
 
 
-def load_train_corpus(directory: Path) -> list[dict]:
+def load_train_corpus(directory: Path, per_dataset: int | None = None) -> list[dict]:
     """The corpus' train split: the binary rows TOXICITY's fit (b) adds to the rater fractions, and ConvAbuse's
-    train rows with their `severe` label for SEVERE_TOXICITY."""
-    return load_corpus_split(directory, "train")
+    train rows with their `severe` label for SEVERE_TOXICITY. `per_dataset`: at most that many rows of each other
+    dataset (the first by MD5 of the text, so the same every run; ConvAbuse's are all kept), where scoring every
+    row through the cascade would take too long (the fine-tuned second stage's refit: docs/perspective-scale.md)."""
+    rows = load_corpus_split(directory, "train")
+    if per_dataset is None:
+        return rows
+    by_dataset: dict[str, list[dict]] = {}
+    for row in rows:
+        by_dataset.setdefault(dataset_of(row["source"]), []).append(row)
+    kept = []
+    for dataset, these in sorted(by_dataset.items()):
+        if dataset != "convabuse":
+            these = sorted(these, key=lambda r: hashlib.md5(r["text"].encode("utf-8")).hexdigest())[:per_dataset]
+        kept.extend(these)
+    return kept
 
 
 # --- scoring through the served path ------------------------------------------------------------------------------
@@ -206,7 +219,37 @@ def cascade_version() -> str:
     return f"{usem3}-{routing.tag}gb{GemmaBlend.read(WEIGHTS_DIR / BLEND_FILE).digest}"
 
 
-def kept_scores(name: str, texts: list[str], version: str, refit_only: bool = False) -> tuple[dict, float]:
+def score_served_in_parts(texts: list[str], workers: int) -> dict[str, np.ndarray]:
+    """`score_served` split over `workers` processes (one thread each), rows put back in order: the same served
+    path, per text, so the same scores."""
+    if workers <= 1 or len(texts) < 2 * workers:
+        return score_served(texts)
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        parts = list(pool.map(score_served, [texts[i::workers] for i in range(workers)]))
+    return _merge_parts(parts, len(texts), workers)
+
+
+def _merge_parts(parts: list[dict], rows: int, workers: int) -> dict[str, np.ndarray]:
+    """Part i held rows i, i + workers, ...: every column put back in row order; one encoder for all."""
+    encoders = {str(part["encoder"]) for part in parts} - {""}
+    if len(encoders) > 1:
+        raise RuntimeError(f"the scoring runs gave embeddings of several encoders: {sorted(encoders)}")
+    out = {}
+    for key in parts[0]:
+        if key == "encoder":
+            out[key] = np.array(encoders.pop() if encoders else "")
+            continue
+        merged = np.empty((rows,) + parts[0][key].shape[1:], dtype=parts[0][key].dtype)
+        for i, part in enumerate(parts):
+            merged[i::workers] = part[key]
+        out[key] = merged
+    return out
+
+
+def kept_scores(name: str, texts: list[str], version: str, refit_only: bool = False,
+                workers: int = 1) -> tuple[dict, float]:
     """`score_served(texts)` from `.data/perspective-scale/<name>.npz` when it holds these texts' scores by this
     version, else scored now and kept; and the seconds the scoring took (kept with the scores)."""
     digest = hashlib.sha256("\n\0".join([version, CACHE_FORMAT, *texts]).encode("utf-8")).hexdigest()
@@ -218,7 +261,7 @@ def kept_scores(name: str, texts: list[str], version: str, refit_only: bool = Fa
     if refit_only:
         raise SystemExit(f"{path} holds no scores of these {name} texts by {version}: run without --refit")
     started = time.time()
-    scores = score_served(texts)
+    scores = score_served_in_parts(texts, workers)
     seconds = time.time() - started
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     np.savez(path, digest=np.array(digest), seconds=np.array(seconds), **scores)
@@ -894,13 +937,16 @@ def shipped_l2(report: dict) -> dict:
             for part in ("toxicity", "severe")}
 
 
-def load_data(directory: Path, version: str, refit_only: bool = False) -> tuple[Data, dict]:
+def load_data(directory: Path, version: str, refit_only: bool = False, workers: int = 1,
+              corpus_per_dataset: int | None = None) -> tuple[Data, dict]:
     """Every row and its kept scores (scored now where none are kept), and the seconds the scoring took."""
-    rows, heldout, corpus = load_fractions(directory), load_heldout_corpus(directory), load_train_corpus(directory)
+    rows, heldout = load_fractions(directory), load_heldout_corpus(directory)
+    corpus = load_train_corpus(directory, corpus_per_dataset)
     seconds = {}
     sets = {}
     for name, these in (("fractions", rows), ("heldout", heldout), ("corpus_train", corpus)):
-        sets[name], seconds[f"scoring_{name}"] = kept_scores(name, [r["text"] for r in these], version, refit_only)
+        sets[name], seconds[f"scoring_{name}"] = kept_scores(name, [r["text"] for r in these], version, refit_only,
+                                                             workers)
     return Data(rows, Scored(sets["fractions"]), corpus, Scored(sets["corpus_train"]), heldout,
                 Scored(sets["heldout"])), {k: round(v) for k, v in seconds.items()}
 
@@ -920,16 +966,19 @@ def sanity_scores(document: dict, sentences=SANITY_SENTENCES) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--refit", action="store_true", help="fit from the kept scores only (never score)")
+    parser.add_argument("--workers", type=int, default=1, help="scoring processes, one thread each")
+    parser.add_argument("--corpus-per-dataset", type=int, default=None,
+                        help="at most this many train-split rows of each dataset but ConvAbuse (default: all)")
     args = parser.parse_args()
     directory = data_dir()
     if directory is None or not (directory / FRACTIONS_FILE).is_file():
         raise SystemExit(f"set MODERATION_TEXT_DATA_DIR to a directory with {FRACTIONS_FILE} "
                          "(docs/perspective-scale.md)")
     version = cascade_version()
-    data, seconds = load_data(directory, version, args.refit)
+    data, seconds = load_data(directory, version, args.refit, args.workers, args.corpus_per_dataset)
     encoder = str(data.fractions.scores["encoder"])
     document, report = fit_and_measure(data, version, encoder)
-    report["seconds"].update(seconds, threads=1)
+    report["seconds"].update(seconds, threads=1, scoring_processes=args.workers)
     report["sanity_sentences"] = sanity_scores(document)
     report["served_file"] = document
     SERVED_FILE.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")

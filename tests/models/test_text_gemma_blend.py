@@ -48,6 +48,21 @@ def test_the_digest_names_the_file_so_a_refitted_blend_is_a_new_version(tmp_path
     assert _blend(tmp_path).digest == first
 
 
+def test_a_blend_reads_the_frozen_export_unless_it_names_the_classifiers(tmp_path):
+    assert _blend(tmp_path).encoder_onnx == embeddinggemma.ONNX_INT8_FILE  # files before the classifier
+    named = _blend(tmp_path, encoder_onnx=embeddinggemma.classifier_onnx_file("ab" * 32))
+    assert named.encoder_onnx == "model-classifier-abababababab-int8.onnx"
+    assert named.digest != _blend(tmp_path).digest  # another encoder is another version
+
+
+def test_the_served_blend_reads_the_shipped_classifiers_export():
+    head = json.loads(DEFAULT_WEIGHTS.with_name("gemma-classifier.json").read_text())
+    blend = GemmaBlend.read(DEFAULT_WEIGHTS.with_name(BLEND_FILE))
+    assert blend.encoder_onnx == embeddinggemma.classifier_onnx_file(head["adapter_sha256"])
+    toxic = head["categories"].index("toxic")
+    assert np.allclose(blend.coef, head["coef"][toxic], atol=1e-6) and blend.bias == pytest.approx(head["bias"][toxic])
+
+
 def test_the_committed_blend_file_is_well_formed():
     path = DEFAULT_WEIGHTS.with_name(BLEND_FILE)
     blend = GemmaBlend.read(path)
@@ -177,3 +192,12 @@ def test_a_long_text_costs_gemma_at_most_the_cap_and_its_insult_is_among_what_it
     uncapped = GemmaBlendTextModel(base_model, uncapped_gemma, before_the_cap)
     uncapped.predict_raw([text])
     assert len(uncapped_gemma.read) == len(split_windows(text, model.window_chars))
+
+
+def test_a_folder_with_only_the_frozen_export_is_not_ready_for_the_classifier(tmp_path):
+    for name in (embeddinggemma.ONNX_INT8_FILE, "tokenizer.json"):
+        (tmp_path / name).write_bytes(b"")
+    classifier = embeddinggemma.classifier_onnx_file("cd" * 32)
+    assert embeddinggemma.available(tmp_path) and not embeddinggemma.available(tmp_path, onnx_file=classifier)
+    (tmp_path / classifier).write_bytes(b"")
+    assert embeddinggemma.available(tmp_path, onnx_file=classifier)

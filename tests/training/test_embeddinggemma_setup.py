@@ -60,6 +60,7 @@ def test_the_terms_notice_is_printed_before_the_fetch_and_written_beside_the_wei
     monkeypatch.setattr(setup, "fetch", fetch)
     monkeypatch.setattr(setup, "export", lambda directory: (directory / setup.ONNX_INT8_FILE).write_bytes(b"onnx"))
     monkeypatch.setattr(setup, "check_model_card", lambda directory: {})
+    monkeypatch.setattr(setup, "export_classifier", lambda directory: None)
     setup.main([])
     assert printed_before_fetch == [True]
     assert "Gemma Terms of Use" in (target / setup.NOTICE_FILE).read_text(encoding="utf-8")
@@ -67,3 +68,46 @@ def test_the_terms_notice_is_printed_before_the_fetch_and_written_beside_the_wei
     setup.main([])
     assert printed_before_fetch == [True]  # nothing fetched again
     assert (target / setup.NOTICE_FILE).exists()
+
+
+def _classifier_files(tmp_path, adapter: bytes = b"adapter numbers"):
+    import hashlib
+    import json
+
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / setup.CLASSIFIER_ADAPTER_FILE).write_bytes(adapter)
+    (weights / setup.CLASSIFIER_HEAD_FILE).write_text(json.dumps(
+        {"adapter_sha256": hashlib.sha256(b"adapter numbers").hexdigest()}))
+    gemma = tmp_path / "gemma"
+    gemma.mkdir()
+    return weights, gemma
+
+
+def test_the_classifier_is_exported_once_under_its_adapters_hash(tmp_path, monkeypatch):
+    weights, gemma = _classifier_files(tmp_path)
+    calls = []
+
+    def export(directory, *, adapter, fp32_file, int8_file):  # stands in for torch's export in this unit test
+        calls.append(adapter)
+        (directory / fp32_file).write_bytes(b"fp32")
+        (directory / int8_file).write_bytes(b"int8")
+
+    monkeypatch.setattr(setup, "export", export)
+    target = setup.export_classifier(gemma, weights)
+    assert target.name == embeddinggemma.classifier_onnx_file(
+        __import__("hashlib").sha256(b"adapter numbers").hexdigest())
+    assert sorted(p.name for p in gemma.iterdir()) == [target.name]  # no fp32 or partial file left
+    assert setup.export_classifier(gemma, weights) == target and len(calls) == 1  # once
+
+
+def test_an_adapter_that_is_not_the_one_its_head_names_is_refused(tmp_path, monkeypatch):
+    weights, gemma = _classifier_files(tmp_path, adapter=b"other numbers")
+    monkeypatch.setattr(setup, "export", lambda *a, **k: pytest.fail("exported an unverified adapter"))
+    with pytest.raises(SystemExit, match="refusing"):
+        setup.export_classifier(gemma, weights)
+    assert list(gemma.iterdir()) == []
+
+
+def test_a_checkout_without_a_classifier_exports_none(tmp_path):
+    assert setup.export_classifier(tmp_path, tmp_path) is None

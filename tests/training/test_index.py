@@ -15,7 +15,7 @@ from training.text_data import REPO_ROOT
 TRAINING = REPO_ROOT / "training"
 INDEX = ast.get_docstring(ast.parse((TRAINING / "__init__.py").read_text(encoding="utf-8"))) or ""
 # "- `use-ft.pt`: `train_text.py`, `make train-text`": a served file, its scripts, its make target.
-SERVED_LINE = re.compile(r"^- `([^`/]+\.(?:json|pt))`: ((?:`[a-z_]+\.py`, )+)`make ([a-z-]+)`$", re.M)
+SERVED_LINE = re.compile(r"^- `([^`/]+\.(?:json|pt|safetensors))`: ((?:`[a-z_]+\.py`, )+)`make ([a-z-]+)`$", re.M)
 SERVED = {m.group(1): (re.findall(r"`([a-z_]+\.py)`", m.group(2)), m.group(3)) for m in SERVED_LINE.finditer(INDEX)}
 MAKE_TARGETS = set(re.findall(r"^([a-z][a-z-]*):", (REPO_ROOT / "Makefile").read_text(encoding="utf-8"), re.M))
 

@@ -8,16 +8,18 @@ the card's order:
   (and its "Candidate encoders" from `candidates.py`);
 - `comparison.py`: "Model comparison", EmbeddingGemma measured here;
 - `cascade.py`: "Cascade: quality against cost", and the served-default headline;
+- `classifier.py`: "Fine-tuned second stage", the functional suite and the held-out sources;
 - `site.py`: "Learning each site's line";
 - `closing.py`: thresholds, side heads, the hand-written rule tests, known weaknesses.
 
 `docs_block.py` writes the docs block, `numbers.py` how a figure is printed; `python -m training.model_card
---cascade` / `--site` (`__main__.py`) rewrites one section of the kept card from the reports.
+--cascade` / `--classifier` / `--site` (`__main__.py`) rewrites one section of the kept card from the reports.
 """
 
 from __future__ import annotations
 
 from training.model_card.cascade import cascade_section
+from training.model_card.classifier import classifier_section
 from training.model_card.closing import closing_sections
 from training.model_card.comparison import comparison_section
 from training.model_card.data import data_section
@@ -32,5 +34,6 @@ __all__ = ["evaluation_block", "render"]
 def render(model, thresholds, report, figures) -> str:
     """The card, section by section."""
     return (header(model, report, figures) + data_section(report) + evaluation_section(thresholds, report, figures)
-            + comparison_section(report, figures) + cascade_section() + site_section()
+            + comparison_section(report, figures) + cascade_section() + classifier_section()
+            + site_section()
             + closing_sections(thresholds, figures))
