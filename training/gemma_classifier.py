@@ -157,7 +157,10 @@ def cache_lower_states(texts: list[str], cache_dir: Path, batch: int = 32, log=p
 
 
 class Classifier(torch.nn.Module):
-    """The top layers (with adapters) over cached states, mean pooling, the folded projection, unit norm, head."""
+    """The top layers (with adapters) over cached states, mean pooling, the folded projection, unit norm, head.
+
+    The cached states are the cut model's output, so they have passed through the model's final norm; the served
+    export puts that norm after layer FIRST_TRAINED - 1 too (training/gemma_lora.py, NormedOutput)."""
 
     def __init__(self, base, projection: torch.Tensor):
         super().__init__()

@@ -58,6 +58,28 @@ def adapter_tensors(adapters: dict[str, LoRALinear]) -> dict[str, torch.Tensor]:
     return out
 
 
+class NormedOutput(torch.nn.Module):
+    """A decoder layer whose output goes through the model's final RMSNorm (the same module, so the same weights).
+
+    Why: the classifier's cached states are what transformers returns as the input to the first trained layer when
+    the model is cut there, and a cut model's last hidden state has its final norm applied. So the top layers were
+    trained on normed states, and the served graph must give them normed states too (without it their input is the
+    raw residual stream, up to 10^5 in size, and the trained layers read nonsense: dev macro ROC AUC 0.64 instead of
+    0.82, measured). One more RMSNorm per text: no measurable cost."""
+
+    def __init__(self, layer: torch.nn.Module, norm: torch.nn.Module):
+        super().__init__()
+        self.layer, self.norm = layer, norm
+
+    def forward(self, *args, **kwargs):
+        return self.norm(self.layer(*args, **kwargs))
+
+
+def norm_before(model: torch.nn.Module, first_trained_layer: int) -> None:
+    """Put the model's final norm after the last frozen layer, as the classifier was trained (NormedOutput)."""
+    model.layers[first_trained_layer - 1] = NormedOutput(model.layers[first_trained_layer - 1], model.norm)
+
+
 @torch.no_grad()
 def merge_adapter(model: torch.nn.Module, path: Path) -> int:
     """Add each stored s B A to its weight of `model` (a transformers Gemma3TextModel); returns how many."""

@@ -78,7 +78,7 @@ def _classifier_files(tmp_path, adapter: bytes = b"adapter numbers"):
     weights.mkdir()
     (weights / setup.CLASSIFIER_ADAPTER_FILE).write_bytes(adapter)
     (weights / setup.CLASSIFIER_HEAD_FILE).write_text(json.dumps(
-        {"adapter_sha256": hashlib.sha256(b"adapter numbers").hexdigest()}))
+        {"adapter_sha256": hashlib.sha256(b"adapter numbers").hexdigest(), "first_trained_layer": 20}))
     gemma = tmp_path / "gemma"
     gemma.mkdir()
     return weights, gemma
@@ -88,7 +88,7 @@ def test_the_classifier_is_exported_once_under_its_adapters_hash(tmp_path, monke
     weights, gemma = _classifier_files(tmp_path)
     calls = []
 
-    def export(directory, *, adapter, fp32_file, int8_file):  # stands in for torch's export in this unit test
+    def export(directory, *, adapter, first_trained_layer, fp32_file, int8_file):  # stands in for torch's export in this unit test
         calls.append(adapter)
         (directory / fp32_file).write_bytes(b"fp32")
         (directory / int8_file).write_bytes(b"int8")
