@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.functional_rows import HATEFUL, load_functional
+from training.functional_rows import load_functional
 from training.metrics import roc_auc
 from training.reports import REPORTS_DIR
 from training.text_data import data_dir, load_comments
