@@ -91,7 +91,7 @@ gemma-classifier: gemma
 	$(BIN)/python -m training.eval_gemma_classifier --name finetuned --skip-functional
 	$(BIN)/python -m training.classifier_shares
 	$(BIN)/python -m training.decision_route
-	$(BIN)/python -m training.perspective_scale --workers 2
+	$(BIN)/python -m training.perspective_scale --workers 2 --corpus-per-dataset 800
 	$(BIN)/python -m training.eval_gemma_classifier --name finetuned --skip-held-out
 	$(BIN)/python -m training.model_card --classifier
 

@@ -96,8 +96,10 @@ def scored(comments) -> dict[str, np.ndarray]:
     return {"scores": scores, "blend": blend, "version": np.array(first.model_version + "|" + second.model_version)}
 
 
-def cached_scores(split: str, comments) -> dict[str, np.ndarray]:
-    key = hashlib.sha256("\n".join(c.text for c in comments).encode("utf-8")).hexdigest()[:16]
+def cached_scores(split: str, comments, version: str) -> dict[str, np.ndarray]:
+    """`scored(comments)`, from CACHE when it holds these texts scored by this cascade version (the blend's digest
+    names the second stage's export, so a retrained classifier never reads the last one's scores)."""
+    key = hashlib.sha256("\n".join([version, *(c.text for c in comments)]).encode("utf-8")).hexdigest()[:16]
     stored = dict(np.load(CACHE, allow_pickle=False)) if CACHE.exists() else {}
     if stored.get(f"{split}_key") is not None and str(stored[f"{split}_key"]) == key:
         return {name: stored[f"{split}_{name}"] for name in ("scores", "blend")}
@@ -176,7 +178,7 @@ def main() -> None:
     blend_digest = GemmaBlend.read(Path(DEFAULT_WEIGHTS).with_name(BLEND_FILE)).digest
     version = f"{usem3_version}-gb{blend_digest}"
     splits = {split: sample(load_comments(splits=(split,)), args.per_language) for split in ("dev", "test")}
-    data = {split: cached_scores(split, comments) for split, comments in splits.items()}
+    data = {split: cached_scores(split, comments, version) for split, comments in splits.items()}
     dev, test = data["dev"], data["test"]
     shift = fitted_shift(dev["scores"][:, 0], dev["blend"], version, 0.0)
     limits = default_limits()
