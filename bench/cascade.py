@@ -355,17 +355,26 @@ def status_lines(results) -> list[str]:
     return lines
 
 
+def shipped_min_change() -> float:
+    """The shipped decision route's bound: a text goes on at this chance of a different action or more."""
+    import json
+
+    from models.decision_route import ROUTE_FILE
+    from models.text_toxicity import DEFAULT_WEIGHTS
+
+    return float(json.loads(DEFAULT_WEIGHTS.with_name(ROUTE_FILE).read_text(encoding="utf-8"))["min_change"])
+
+
 def share_phrase(results) -> str:
     """The served cascade's share, read from its version (`...-c70gb<hash>`: 70% of real dev comments; `-cl<hash>`:
     a share per language)."""
     version = (getattr(results, "versions", None) or {}).get("text.toxic", "")
     if re.search(r"dr[0-9a-f]{8}gb[0-9a-f]+$", version):
-        return ("those whose action at their caller's thresholds the second stage could change, by a chance of 3% or "
-                "more: models/weights/text/cascade-decision-route.json; a text told no decision, by its language's "
-                "band")
+        return ("those whose action at their caller's thresholds the second stage could change, by a chance of "
+                f"{shipped_min_change():.0%} or more: models/weights/text/cascade-decision-route.json; a text told no "
+                "decision, by its language's band")
     if re.search(r"-cl[0-9a-f]+gb[0-9a-f]+$", version):
-        return ("a share of each language's real dev comments, from none of English, Arabic or Chinese ones to 80% "
-                "of German ones: models/weights/text/cascade-shares.json")
+        return "a share of each language's real dev comments: models/weights/text/cascade-shares.json"
     found = re.search(r"-c(\d+)gb[0-9a-f]+$", version)
     return f"{found.group(1)}% of real dev comments" if found else "a share of real dev comments"
 

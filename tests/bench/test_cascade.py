@@ -311,4 +311,8 @@ def test_the_section_names_the_served_share_from_its_version():
     assert "each language's" in share_phrase(per_language)
     by_decision = SimpleNamespace(versions={"text.toxic": "usem3-ft-x-sh409c6866-cl1afcb7dddr6b3a82aagbf217f202"})
     assert "could change" in share_phrase(by_decision) and "each language's" not in share_phrase(by_decision)
+    from bench.cascade import shipped_min_change
+
+    assert f"by a chance of {shipped_min_change():.0%} or more" in share_phrase(by_decision)
+    assert 0 < shipped_min_change() < 1
     assert share_phrase(SimpleNamespace(versions={"text.toxic": "usem3-ft-x-sh409c6866"})) == "a share of real dev comments"
