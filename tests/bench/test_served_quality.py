@@ -172,3 +172,13 @@ def test_the_out_of_source_mix_is_measured_one_text_a_request_only(monkeypatch):
     sq.measure("http://127.0.0.1:1", [], {sq.MULTILINGUAL: comments, sq.OUT_OF_SOURCE: comments}, log=lambda _: None)
     assert [m for m in measured if m[0] == sq.OUT_OF_SOURCE] == [(sq.OUT_OF_SOURCE, sq.SINGLE, c) for c in sq.CLIENTS]
     assert {m[1] for m in measured if m[0] == sq.MULTILINGUAL} == set(sq.SHAPES)
+
+
+def test_the_card_says_when_the_cascade_figures_are_of_an_earlier_second_stage():
+    from training.model_card.cascade import earlier_stage_note
+
+    served = {"cascade_version": "usem3-ft-x-sh409c6866-c100gbf217f202"}
+    note = earlier_stage_note(served, "gb5868fceb")
+    assert "earlier second stage (`gbf217f202`)" in note and "`gb5868fceb`" in note
+    assert earlier_stage_note(served, "gbf217f202") == ""
+    assert earlier_stage_note(None, "gb5868fceb") == ""

@@ -205,6 +205,7 @@ def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is
     monkeypatch.setattr(cascade, "cascade_section", lambda: cascade.CASCADE_HEADING + "\n\nfigures\n\n")
     monkeypatch.setattr(cascade, "served_default_line", lambda loso, served: "the cascade at share 0.7: 0.822.")
     monkeypatch.setattr(cascade, "_served_quality_report", lambda: None)  # its own test: tests/bench
+    monkeypatch.setattr(cascade, "earlier_stage_note", lambda served, tag: "")  # likewise
     card = "# Card\n\n- **model_version:** `v`\n- **Toxic macro ROC AUC:** 0.79\n\n## Thresholds\n"
     once = cascade.splice_cascade(card)
     twice = cascade.splice_cascade(once)
@@ -219,3 +220,19 @@ def test_the_served_default_is_the_cards_first_headline_once_however_often_it_is
                      "p99_s": 0.4}]})  # fmt: skip
     headed = [line for line in cascade.splice_cascade(once).split("\n") if line.startswith("- ")][0]
     assert headed.startswith(cascade.SERVED_DEFAULT_BULLET + "**As served under load**")
+
+
+def test_splicing_the_cascade_keeps_the_classifier_and_site_sections_after_it(monkeypatch):
+    from training.model_card import cascade
+    from training.model_card.classifier import CLASSIFIER_HEADING
+    from training.model_card.site import SITE_HEADING
+
+    monkeypatch.setattr(cascade, "cascade_section", lambda: cascade.CASCADE_HEADING + "\n\nnew figures\n\n")
+    monkeypatch.setattr(cascade, "served_default_line", lambda loso, served: None)
+    monkeypatch.setattr(cascade, "_served_quality_report", lambda: None)
+    card = (f"# Card\n\n- **model_version:** `v`\n\n{cascade.CASCADE_HEADING}\n\nold figures\n\n"
+            f"{CLASSIFIER_HEADING}\n\nthe classifier's figures\n\n{SITE_HEADING}\n\nthe site's figures\n\n## Thresholds\n")
+    spliced = cascade.splice_cascade(card)
+    assert "new figures" in spliced and "old figures" not in spliced
+    assert "the classifier's figures" in spliced and "the site's figures" in spliced
+    assert spliced.index("new figures") < spliced.index(CLASSIFIER_HEADING) < spliced.index(SITE_HEADING)

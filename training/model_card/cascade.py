@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from training.model_card.classifier import CLASSIFIER_HEADING
 from training.model_card.closing import THRESHOLDS_HEADING
 from training.model_card.numbers import figure, percent
 from training.model_card.site import SITE_HEADING
@@ -231,9 +232,31 @@ def served_default_bullet() -> str:
     loso = json.loads(LOSO_REPORT.read_text(encoding="utf-8")).get("cascade") if LOSO_REPORT.exists() else None
     served = json.loads(SERVED_REPORT.read_text(encoding="utf-8")) if SERVED_REPORT.exists() else None
     line = served_default_line(loso, served)
+    if line:  # the note qualifies these figures, so it stands only with them
+        line = " ".join(part for part in (earlier_stage_note(served, served_blend_tag()), line) if part)
     under_load = served_under_load_line(_served_quality_report())
     line = " ".join(part for part in (under_load, line) if part)
     return f"{SERVED_DEFAULT_BULLET}{line} See [Cascade](#cascade-quality-against-cost).\n" if line else ""
+
+
+def served_blend_tag() -> str:
+    """`gb<hash>` of the second stage served now (gemma-blend.json's digest)."""
+    from models.text_gemma_blend import BLEND_FILE, GemmaBlend
+    from models.text_toxicity import DEFAULT_WEIGHTS
+
+    return f"gb{GemmaBlend.read(DEFAULT_WEIGHTS.with_name(BLEND_FILE)).digest}"
+
+
+def earlier_stage_note(served: dict | None, blend_tag: str) -> str:
+    """Says so when the cascade figures after it (`make cascade`: reports/cascade-report.json, the LOSO cascade) were
+    measured with another second stage than the one served now; empty when they are the served one's."""
+    version = (served or {}).get("cascade_version", "")
+    if not version or version.endswith(blend_tag):
+        return ""
+    measured = version[version.rindex("gb"):] if "gb" in version else version
+    return (f"The figures after this sentence were measured with an earlier second stage (`{measured}`), by "
+            f"`make cascade`, and not again for the one served now (`{blend_tag}`, figures in the section "
+            "\"Fine-tuned second stage\").")
 
 
 def _served_quality_report() -> dict | None:
@@ -283,8 +306,10 @@ def splice_cascade(card: str) -> str:
     if CASCADE_HEADING in card:
         start = card.index(CASCADE_HEADING)
         end = card.index(THRESHOLDS_HEADING, start)
-        if SITE_HEADING in card[start:end]:  # the site section follows the cascade's: keep it
-            end = card.index(SITE_HEADING, start)
+        for kept in (CLASSIFIER_HEADING, SITE_HEADING):  # the sections that follow the cascade's: keep them
+            if kept in card[start:end]:
+                end = card.index(kept, start)
+                break
     else:
         start = end = card.index(THRESHOLDS_HEADING)
     card = card[:start] + section + card[end:]
