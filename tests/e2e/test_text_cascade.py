@@ -19,12 +19,14 @@ import ray
 from models.text_cascade_completion import OUT_OF_BAND, SECOND_STAGE
 
 # Texts the cascade sends on at the default and monitor profiles' thresholds (models/decision_route.py: usem3's toxic
-# 0.50-0.64, insult at most 0.65, a 3.4-54% chance that the blend changes the action), and texts usem3 decides: far
-# from every threshold (0.008), already blocked by insult (0.996), or reviewed by insult with toxic far from block
-# (0.32, in the band of one share of 70% everywhere: the decision route, not the band, keeps it back).
+# 0.50-0.64, insult at most 0.65, a 4.9-58% chance that the blend changes the action, min_change 2%), and texts usem3
+# decides: far from every threshold (0.008), already blocked by insult (0.996), or reviewed by threat with toxic far
+# from block (0.23, a 0.7% chance; in the band of one share of 70% everywhere: the decision route, not the band,
+# keeps it back). Each route table moves these chances: "Great video, I learned a lot about sourdough starters."
+# (toxic 0.32) was kept back at 1% by the table before, and goes on at 2.06% by this one.
 IN_BAND = ("Du bist so ein Trottel", "ale z ciebie frajer", "ty idioto")
 SURE = ("have a nice day", "You are a worthless idiot and everyone hates you.",
-        "Great video, I learned a lot about sourdough starters.")
+        "I will kill this bread dough with my bare hands.")
 CLIENTS = 8
 BACK_WITHIN_S = 60
 
