@@ -35,6 +35,13 @@ DRAIN_PERIOD_VARIABLE = "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S"
 # to notice either changes nothing a client sees.
 CONTROL_LOOP_VARIABLE = "RAY_SERVE_CONTROL_LOOP_INTERVAL_S"
 CONTROL_LOOP_S = 0.5
+# How long Serve's controller waits for a new proxy to say it is ready before it kills it: 5 s by default, counted
+# from the actor's creation, so it covers the worker's start and HAProxy's launch (which Ray itself allows 30 s,
+# RAY_SERVE_HAPROXY_STARTUP_TIMEOUT_S). On a busy 2-core machine that is not enough: the two-node end-to-end test's
+# second proxy was killed this way twice on 2026-12-07 while the other half of `make test` started, and `serve.start`
+# then fails outright. 30 s, HAProxy's own start limit; a proxy that is up answers at once, so nothing waits longer.
+PROXY_READY_VARIABLE = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
+PROXY_READY_S = 30
 DRAIN_S = 5
 # Ray's background loops that cost CPU a second whether or not requests come, each slowed to what this service needs.
 # Measured on the idle graph (2026-11-29, two alternating starts of each, 30 s after 25 s of rest): the replicas, the
@@ -160,6 +167,7 @@ def use_serve_ingress(
     # three of four (docs/benchmarks.md).
     os.environ.setdefault("RAY_SERVE_THROUGHPUT_OPTIMIZED", "1")
     os.environ.setdefault(CONTROL_LOOP_VARIABLE, str(CONTROL_LOOP_S))
+    os.environ.setdefault(PROXY_READY_VARIABLE, str(PROXY_READY_S))
     os.environ.setdefault(DRAIN_PERIOD_VARIABLE, str(DRAIN_S))
 
 

@@ -72,7 +72,7 @@ def test_ray_is_told_the_verified_path_and_the_chosen_ports(bin_copy):
 RAY_SERVE_VARIABLES = (
     "RAY_SERVE_ENABLE_HA_PROXY", "RAY_SERVE_HAPROXY_BINARY_PATH", "RAY_SERVE_HAPROXY_STATS_PORT",
     "RAY_SERVE_HAPROXY_METRICS_PORT", "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT", "RAY_SERVE_THROUGHPUT_OPTIMIZED",
-    "RAY_SERVE_CONTROL_LOOP_INTERVAL_S", *PATH_VARIABLES, PROXY_SECRET_VARIABLE,
+    "RAY_SERVE_CONTROL_LOOP_INTERVAL_S", "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", *PATH_VARIABLES, PROXY_SECRET_VARIABLE,
 )
 
 
@@ -165,6 +165,13 @@ def test_the_ray_processes_get_the_verified_binary_and_ports_of_their_own(clean_
     assert len(ports) == 3 and "8404" not in ports and "9101" not in ports  # Ray's fixed defaults would clash
     assert os.environ["RAY_SERVE_THROUGHPUT_OPTIMIZED"] == "1"
     assert os.environ["RAY_SERVE_CONTROL_LOOP_INTERVAL_S"] == "0.5"
+    # A proxy slow to start on a busy machine is waited for, not killed; the name is one Serve's controller reads.
+    import inspect
+
+    from ray.serve._private import constants
+
+    assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "30"
+    assert '"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"' in inspect.getsource(constants)
 
 
 def test_off_is_off_even_when_this_process_inherited_it_on(clean_ray_environment, short_data_dir):
