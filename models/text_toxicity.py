@@ -37,6 +37,7 @@ import numpy as np
 
 from models import language_id
 from models.text_calibration import LanguageCalibration
+from models.text_disguise import with_undisguised
 from models.text_scoring import TOXIC, TextEvidence
 from models.text_side_heads import SIDE_HEADS_FILE, SideHeads
 
@@ -151,9 +152,14 @@ class TextToxicityModel:
             out.append((calibrated, None, evidence))
         return out
 
+    def windows_of(self, text: str) -> list[str]:
+        """What the model reads of `text`: its windows, then the undisguised form of each window that has leet or
+        spelt-out words (models/text_disguise.py); the worst of them counts."""
+        return with_undisguised(split_windows(text, self.window_chars))
+
     def windowed(self, texts: list[str]) -> tuple[list[list[str]], np.ndarray, np.ndarray]:
         """Each text's windows, every window's embedding and scores (rows in the windows' order)."""
-        windows_per_text = [split_windows(text, self.window_chars) for text in texts]
+        windows_per_text = [self.windows_of(text) for text in texts]
         embeddings = self.embed_windows([window for windows in windows_per_text for window in windows])
         return windows_per_text, embeddings, self.score_embeddings(embeddings)
 
@@ -175,7 +181,7 @@ class TextToxicityModel:
 
     def predict_raw(self, texts: list[str]) -> list[dict[str, float]]:
         """Per text, the worst window's score per category, before calibration (training fits on these)."""
-        windows_per_text = [split_windows(text, self.window_chars) for text in texts]
+        windows_per_text = [self.windows_of(text) for text in texts]
         flat = [window for windows in windows_per_text for window in windows]
         return self.worst_per_text(self.score_windows(flat), windows_per_text)
 

