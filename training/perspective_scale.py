@@ -979,6 +979,7 @@ def main() -> None:
     encoder = str(data.fractions.scores["encoder"])
     document, report = fit_and_measure(data, version, encoder)
     report["seconds"].update(seconds, threads=1, scoring_processes=args.workers)
+    report["rows"]["corpus_per_dataset"] = args.corpus_per_dataset  # None: every train row of the corpus
     report["sanity_sentences"] = sanity_scores(document)
     report["served_file"] = document
     SERVED_FILE.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
