@@ -34,7 +34,30 @@ def test_words_spelt_out_letter_by_letter_are_joined(written, plain):
     assert undisguised(written) == plain
 
 
+@pytest.mark.parametrize("written, plain", [
+    ("You are a stup\u200bid id\u200biot.", "You are a stupid idiot."),  # zero-width spaces
+    ("what a b\u00adi\u2060tch", "what a bitch"),  # a soft hyphen and a word joiner
+    ("Mu\u0455lim\u0455 are \u0440\u0430rasites.", "Muslims are parasites."),  # Cyrillic ѕ, р and а among Latin
+    ("stup\u03b9d \u0399diot", "stupid Idiot"),  # Greek iota, small and capital
+    ("I h4te Mu\u0455lim\u0455", "I hate Muslims"),  # look-alikes read first, then leet
+    ("\u041cep\u0437\u043a\u0430\u044f \u0441\u0438\u0442\u0443\u0430\u0446\u0438\u044f",
+     "\u041c\u0435\u0440\u0437\u043a\u0430\u044f \u0441\u0438\u0442\u0443\u0430\u0446\u0438\u044f"),
+    # "Мepзкая": Latin e and p in a Cyrillic word are read as Cyrillic
+    ("\u0414\u043c\u0438\u0442\u0440i\u0439", "\u0414\u043c\u0438\u0442\u0440\u0438\u0439"),  # "Дмитрiй"
+    ("\u043f\u0438z\u0434\u0435\u0446", "\u043f\u0438\u0437\u0434\u0435\u0446"),  # a Latin z for з
+])
+def test_invisible_characters_and_words_of_mixed_scripts_are_read_in_one(written, plain):
+    assert undisguised(written) == plain
+
+
 @pytest.mark.parametrize("text", [
+    "Привет, как дела? Всё хорошо.",  # a word all in Cyrillic is Russian, not a disguise
+    "Τα ελληνικά είναι ωραία.",
+    "iPhone-ом пользуюсь давно",  # a Latin word with a Cyrillic ending: no look-alike beside a Latin letter
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467 family",  # joiners hold an emoji sequence together
+    "\u092e\u0947\u200d\u0930\u093e",  # and Devanagari letters
+    "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # and Persian ones
+
     "I paid $100 for 5km of road in 2024, idiot!!",  # a leading or trailing digit or sign alone
     "mail jo@example.com or read https://x.io/p4ge",  # addresses
     "thanks @m4rk, see #march4marriage",  # handles and hashtags

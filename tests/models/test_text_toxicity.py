@@ -127,6 +127,13 @@ def test_a_disguised_window_is_read_as_written_and_plain_and_the_worse_counts(mo
     assert result["toxic"] > model.score_windows(windows)[:, model.categories.index("toxic")].max()
 
 
+@pytest.mark.parametrize("disguised", ["You are a stup\u200bid id\u200biot.",  # zero-width spaces
+                                       "You are a stup\u0456d \u0456d\u0456ot."])  # Cyrillic i among Latin
+def test_an_insult_disguised_by_invisible_or_look_alike_characters_scores_as_written_plain(model, disguised):
+    plain = model.predict(["You are a stupid idiot."])[0]["toxic"]
+    assert model.predict([disguised])[0]["toxic"] == pytest.approx(plain, abs=1e-6)
+
+
 def test_blank_text_scores_zero(model):
     zeros = dict.fromkeys(model.categories, 0.0)
     assert model.predict(["", "   \n\t "]) == [zeros, zeros]
