@@ -43,8 +43,9 @@ _SPELT_OUT = re.compile(rf"(?<![^\s\"'(])(?:[{_LATIN}] ){{2,}}[{_LATIN}](?![{_LA
 _HIDDEN = re.compile(rf"(?<=[{_LATIN}])[\u00ad\u180e\u200b-\u200d\u2060\ufeff]+(?=[{_LATIN}])")
 # A word that mixes Latin with Cyrillic or Greek letters is read in the script most of its letters are in: Cyrillic
 # and Greek look-alikes in a mostly Latin word as Latin ("Muѕlimѕ", "раrasites"), Latin look-alikes and the Latin
-# letters Russian writers put for a sound (b б, z з, i и) in a mostly Cyrillic word as Cyrillic ("еbaloм", "хyйня").
-# A word all in one script is that script's word and is left alone.
+# letters Russian writers put for a sound (b б, z з, i и) in a mostly Cyrillic word as Cyrillic ("Мepзкая", "хyйня").
+# A word all in one script is that script's word and is left alone; a Russian word written mostly in Latin letters
+# ("еbaloм") is a transliteration, and reads as Latin garble.
 TO_LATIN = str.maketrans({
     "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d",
     "һ": "h", "ӏ": "l", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
