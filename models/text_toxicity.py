@@ -153,8 +153,8 @@ class TextToxicityModel:
         return out
 
     def windows_of(self, text: str) -> list[str]:
-        """What the model reads of `text`: its windows, then the undisguised form of each window that has leet or
-        spelt-out words (models/text_disguise.py); the worst of them counts."""
+        """What the model reads of `text`: its windows, then the undisguised form of each window that has a disguised
+        word (leet, spelt out, invisible characters, mixed scripts: models/text_disguise.py); the worst counts."""
         return with_undisguised(split_windows(text, self.window_chars))
 
     def windowed(self, texts: list[str]) -> tuple[list[list[str]], np.ndarray, np.ndarray]:
