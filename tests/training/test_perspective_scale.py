@@ -122,6 +122,11 @@ def test_the_training_side_applies_a_map_as_the_served_module_does():
         without = ps.apply_map(entry, columns)  # no evidence: the fallback, as the module without an embedding
         assert np.allclose(without, [scale.score(attribute, {n: float(v[i]) for n, v in columns.items()})
                                      for i in range(300)], rtol=1e-9, atol=1e-12), attribute
+    first = document["attributes"]["TOXICITY"]["first_stage"]  # an answer the second stage did not give
+    assert np.allclose(ps.apply_map(first, columns, embedding, has),
+                       [scale.score("TOXICITY", {"toxic": float(columns["toxic"][i])},
+                                    embedding[i] if has[i] else None, scale.encoder, first_stage=True)
+                        for i in range(300)], rtol=1e-9, atol=1e-12)
     knots = {"inputs": ["toxic"], "kind": "knots", "x": [-2.0, 0.0, 3.0], "y": [0.1, 0.2, 0.7]}
     fake = PerspectiveScale({**document, "attributes": {**document["attributes"], "TOXICITY": knots}})
     assert np.allclose(ps.apply_map(knots, columns), [fake.score("TOXICITY", {"toxic": float(v)})

@@ -47,21 +47,16 @@ PER_LANGUAGE = "per language"
 
 
 def served_default_share() -> float | str | None:
-    """The share of the cascade serve_config.yaml serves (`...-c70gb<hash>`: 0.7), PER_LANGUAGE for the cascade with
-    shares per language (`...-cl<hash>gb<hash>`), None when it serves no cascade."""
+    """The share of the cascade serve_config.yaml serves (`...-c70gb<hash>`, `...-c100dr<hash>gb<hash>`: 0.7, 1.0),
+    PER_LANGUAGE for the cascade with shares per language (`...-cl<hash>gb<hash>`), None when it serves no cascade."""
     import re
 
-    import yaml
+    from training.served_cascade import served_share, served_text_version
 
-    config = yaml.safe_load((REPO_ROOT / "serve_config.yaml").read_text(encoding="utf-8"))
-    for deployment in config["applications"][0]["deployments"]:
-        version = str(deployment.get("user_config", {}).get("models", {}).get("text.toxic", ""))
-        if re.search(r"-cl[0-9a-f]+(?:dr[0-9a-f]+)?gb[0-9a-f]+$", version):
-            return PER_LANGUAGE
-        found = re.search(r"-c(\d+)gb[0-9a-f]+$", version)
-        if found:
-            return int(found.group(1)) / 100
-    return None
+    version = served_text_version()
+    if re.search(r"-cl[0-9a-f]+(?:dr[0-9a-f]+)?gb[0-9a-f]+$", version):
+        return PER_LANGUAGE
+    return served_share(version)
 
 
 def serves_decision_route() -> bool:
@@ -81,7 +76,11 @@ def served_default_line(loso: dict | None, served: dict | None) -> str | None:
         return per_language_default_line(loso, served)
     key = next((k for k in (loso or {}).get("shares", {}) if float(k) == share), None)
     served_key = next((k for k in (served or {}).get("shares", {}) if float(k) == share), None)
-    parts = [f"**The served default is the cascade at share {share:g}.**"]
+    parts = [(f"**The served default sends a text on by decision** (`cascade-decision-route.json`: when the second "
+              f"stage could change its action at the caller's thresholds; its figures on the test split are in "
+              f"docs/text-model.md), **and a text told no decision at share {share:g}** (Perspective's scores; a span never goes on), "
+              f"whose figures follow." if serves_decision_route() else
+              f"**The served default is the cascade at share {share:g}.**")]
     if key is not None:
         shares = loso["shares"]
         parts.append(f"Out of source, macro over languages {figure(shares[key]['macro_languages'])} "
